@@ -1352,56 +1352,79 @@ def engine_settings_fit(spec: ModelSpec, hardware: str | Device | Instance, coun
     return out
 
 
-class MemoryFit(NamedTuple):
-    """``fit``'s first stage: the memory verdict made, the speed not yet estimated. ``result(speed)`` is the
-    FitResult ``fit(..., speed=speed)`` returns (each call its own: the speed stage adds to copies of the
-    assumptions and warnings). A search that takes the speed only of a format that fits (``recommend``) reads
-    ``fits`` and then asks ``result`` once, instead of calling ``fit`` twice for the same memory estimate."""
+class _FitSetup(NamedTuple):
+    """``fit_memory``'s setup of one deployment: every check and choice it makes before the estimate (the target
+    and count, the engine, the layout and its tensor-parallel options, the usable memory, the device's notes), none
+    of which reads the concurrency or the request rate (``_fit_setup``)."""
 
-    fits: bool
-    result: Callable[[bool], FitResult]
-    # the engine's refusal to start whatever the weights (a context past the model's window, vLLM/SGLang:
-    # estimate/context_window.py ``refusal_reason``), None where it starts; a format search stops on it
-    refusal: str | None = None
+    kwh_price: float | None
+    device: Device
+    n: int
+    target: str
+    instance: Instance | None
+    hr: float
+    eng: str
+    host_device: Device | None
+    host_memory: int | None
+    per_node: int
+    layout: ServingLayout
+    split: bool
+    pinned: int | None
+    usable: int
+    est_notes: Notes  # read only (the estimate's device notes, ``with_serving_notes``)
+    on_cpu: bool
+    dev: dict[str, Any]
+    warnings: tuple[str, ...]  # (each fit copies these three and adds to its copy)
+    assumptions: tuple[Assumption, ...]
+    workload: dict[str, Any]  # the workload fields as the setup leaves them (engine_version, gpus, cuda_memory)
+    tp_options: tuple[int, ...]
 
 
-_NAME = attrgetter("name")
-_PER_DEVICE_NOTE = methodcaller("startswith", "memory is per device")  # the estimate's note fit's own text replaces
+def _fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, headroom: float | None,
+               engine: str | None, weights: str | None, memory: int | None, hardware_files: Sequence[str | Path],
+               host_device: str | Device | None, engine_version: str | None, kwh_price: float | None,
+               tensor_parallel: int | None, host_memory: int | str | None, gpus_per_node: int | None,
+               workload: dict[str, Any]) -> _FitSetup:
+    """``fit_memory``'s setup (``_FitSetup``) of ``spec`` on ``count`` x ``hardware`` with those settings and
+    ``workload``'s fields. A rate's climb asks ``fit_memory`` at many C of one deployment and a copies search at
+    many rates (recommend's ``_rate_copies``), each the same setup: it is kept per (spec, hardware, settings,
+    workload) for the process (``_FIT_SETUPS``, cleared by ``clear_caches``; the spec and a hardware or host
+    object compared by identity, every other value with its type). Not kept: a refusal (raised anew each time),
+    hardware files (read from disk), a detected machine, an unhashable field."""
+    key: tuple[Any, ...] | None = None
+    if not hardware_files and hardware != "detected" and host_device != "detected" \
+            and "detected" not in workload.values():
+        vals = (hardware if isinstance(hardware, str) else id(hardware), count, headroom, engine, weights, memory,
+                host_device if host_device is None or isinstance(host_device, str) else id(host_device),
+                engine_version, kwh_price, tensor_parallel, host_memory, gpus_per_node, *workload.keys(),
+                *workload.values())
+        key = (id(spec), vals, tuple(map(type, vals)))
+        try:
+            hit = _FIT_SETUPS.get(key)
+        except TypeError:  # an unhashable value: not kept
+            key, hit = None, None
+        if hit is not None and hit[0] is spec and hit[1] is hardware and hit[2] is host_device:
+            return hit[3]
+    workload = dict(workload)  # (the setup's own: it leaves the fields it adds in its answer)
+    setup = _make_fit_setup(spec, hardware, count, headroom, engine, weights, memory, hardware_files, host_device,
+                            engine_version, kwh_price, tensor_parallel, host_memory, gpus_per_node, workload)
+    if key is not None:
+        if len(_FIT_SETUPS) > 4096:
+            _FIT_SETUPS.clear()
+        _FIT_SETUPS[key] = (spec, hardware, host_device, setup)
+    return setup
 
 
-def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
-               headroom: float | None = None, engine: str | None = None, weights: str | None = None,
-               context: int | None = None, concurrency: int | None = None, output_tokens: int | None = None,
-               memory: int | None = None, kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (),
-               host_device: str | Device | None = None, engine_version: str | None = None,
-               kwh_price: float | None = None, tensor_parallel: int | None = None,
-               host_memory: int | str | None = None, request_rate: float | None = None,
-               rate_layouts: dict[int, float] | None = None, gpus_per_node: int | None = None,
-               **workload: Any) -> MemoryFit:
-    """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
-    is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
-    tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
-    model over (``tensor_parallel_options``), within one machine the layout with the most output tokens/s at
-    ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
-    a tie to the smaller degree, ``fastest_first``, while it fits at its high end too, ``fits_high``), else the
-    smallest across machines that fits. ``gpus_per_node``: the devices of one machine (``serving_machine_size``;
-    None: an instance's own count, else ``SERVING_GPUS_PER_NODE``)."""
-    spec = spec_of(model)
-    # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
-    ranges = dict(INFERENCE_NUMBERS)
-    context, output_tokens, memory = (v if v is None else int(read_number(v, n, ranges[n])) for v, n in
-                                      ((context, "context"), (output_tokens, "output_tokens"), (memory, "memory")))
-    # context and concurrency reach the estimate only when given, so that a default is named there as one
-    given: dict[str, Any] = {}
-    if context is not None:
-        given["context"] = context
-    if concurrency is not None:
-        given["concurrency"] = concurrency
-    context = InferenceWorkload.context if context is None else context
-    # checked here: the estimate sees only one replica's share (max 1), so concurrency=-1 was taken as 1
-    concurrency = InferenceWorkload.concurrency if concurrency is None else int(read_number(concurrency,
-                                                                                              "concurrency",
-                                                                                              CONCURRENCY))
+# ``_fit_setup``'s answers (the spec, hardware and host device kept alive and compared by identity)
+_FIT_SETUPS: dict[tuple[Any, ...], tuple[ModelSpec, Any, Any, _FitSetup]] = {}
+
+
+def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, headroom: float | None,
+                    engine: str | None, weights: str | None, memory: int | None, hardware_files: Sequence[str | Path],
+                    host_device: str | Device | None, engine_version: str | None, kwh_price: float | None,
+                    tensor_parallel: int | None, host_memory: int | str | None, gpus_per_node: int | None,
+                    workload: dict[str, Any]) -> _FitSetup:
+    """``_fit_setup`` made (``workload``: its own dict, which it changes)."""
     kwh_price = read_kwh_price(kwh_price)
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hardware_decides(device, workload)  # device=, gpu_runtime= are the hardware's: the same dropped, another refused
@@ -1477,6 +1500,68 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         est_notes.assumptions.append(engine_note)
     on_cpu = workload_device_kind(device) == "cpu"
     dev = inference_device_fields(device)
+    return _FitSetup(kwh_price, device, n, target, instance, hr, eng, host_device, host_memory, per_node, layout,
+                     split, pinned, usable, est_notes, on_cpu, dev, tuple(warnings), tuple(assumptions), workload,
+                     tuple(tp_options))
+
+
+class MemoryFit(NamedTuple):
+    """``fit``'s first stage: the memory verdict made, the speed not yet estimated. ``result(speed)`` is the
+    FitResult ``fit(..., speed=speed)`` returns (each call its own: the speed stage adds to copies of the
+    assumptions and warnings). A search that takes the speed only of a format that fits (``recommend``) reads
+    ``fits`` and then asks ``result`` once, instead of calling ``fit`` twice for the same memory estimate."""
+
+    fits: bool
+    result: Callable[[bool], FitResult]
+    # the engine's refusal to start whatever the weights (a context past the model's window, vLLM/SGLang:
+    # estimate/context_window.py ``refusal_reason``), None where it starts; a format search stops on it
+    refusal: str | None = None
+
+
+_NAME = attrgetter("name")
+_PER_DEVICE_NOTE = methodcaller("startswith", "memory is per device")  # the estimate's note fit's own text replaces
+
+
+def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
+               headroom: float | None = None, engine: str | None = None, weights: str | None = None,
+               context: int | None = None, concurrency: int | None = None, output_tokens: int | None = None,
+               memory: int | None = None, kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (),
+               host_device: str | Device | None = None, engine_version: str | None = None,
+               kwh_price: float | None = None, tensor_parallel: int | None = None,
+               host_memory: int | str | None = None, request_rate: float | None = None,
+               rate_layouts: dict[int, float] | None = None, gpus_per_node: int | None = None,
+               **workload: Any) -> MemoryFit:
+    """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
+    is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
+    tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
+    model over (``tensor_parallel_options``), within one machine the layout with the most output tokens/s at
+    ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
+    a tie to the smaller degree, ``fastest_first``, while it fits at its high end too, ``fits_high``), else the
+    smallest across machines that fits. ``gpus_per_node``: the devices of one machine (``serving_machine_size``;
+    None: an instance's own count, else ``SERVING_GPUS_PER_NODE``)."""
+    spec = spec_of(model)
+    # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
+    ranges = dict(INFERENCE_NUMBERS)
+    context, output_tokens, memory = (v if v is None else int(read_number(v, n, ranges[n])) for v, n in
+                                      ((context, "context"), (output_tokens, "output_tokens"), (memory, "memory")))
+    # context and concurrency reach the estimate only when given, so that a default is named there as one
+    given: dict[str, Any] = {}
+    if context is not None:
+        given["context"] = context
+    if concurrency is not None:
+        given["concurrency"] = concurrency
+    context = InferenceWorkload.context if context is None else context
+    # checked here: the estimate sees only one replica's share (max 1), so concurrency=-1 was taken as 1
+    concurrency = InferenceWorkload.concurrency if concurrency is None else int(read_number(concurrency,
+                                                                                              "concurrency",
+                                                                                              CONCURRENCY))
+    setup = _fit_setup(spec, hardware, count, headroom, engine, weights, memory, hardware_files, host_device,
+                       engine_version, kwh_price, tensor_parallel, host_memory, gpus_per_node, workload)
+    (kwh_price, device, n, target, instance, hr, eng, host_device, host_memory, per_node, layout, split, pinned,
+     usable, est_notes, on_cpu, dev) = setup[:17]
+    # this fit's own: the stages below add to them (the setup's are shared by every fit of the same deployment)
+    warnings, assumptions, workload, tp_options = list(setup.warnings), list(setup.assumptions), dict(setup.workload), \
+        list(setup.tp_options)
 
     def sharded(t: int) -> dict[str, Any]:
         """The degree the fit chose, passed only when it shards (the estimate names a tensor_parallel it is given
