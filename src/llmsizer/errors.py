@@ -33,7 +33,7 @@ class FieldError(InputError):
         """The message with each of its fields written as ``name_of(field)``: the flag on the CLI and in the web's
         detail (``--tp``), the key of a request file; ``str(self)`` keeps the Python name (``tensor_parallel``)."""
         out = str(self)
-        if self.spelled:  # "give --image-size WxH (image_size=(W, H) in Python, media.image_size in a request file)"
+        if self.spelled:  # "give the image size, WxH (--image-size on the command line, image_size in the web API, ...)"
             return out
         for f in self.fields:
             out = re.sub(rf"(?<![\w-]){re.escape(f)}(?![\w-])", lambda _, f=f: name_of(f), out)  # type: ignore[misc]

@@ -18,7 +18,7 @@ from typing import Any
 
 from .catalog import models as catalog
 from .catalog.detect import Detection, detected_target
-from .catalog.hardware import Device, HardwareText, Instance
+from .catalog.hardware import DETECTED, Device, HardwareText, Instance, names_detected
 from .errors import FieldError
 from .estimate.device import own_memory_refusal
 from .estimate.engines import newer_release_note
@@ -102,6 +102,10 @@ def models_that_fit(hardware: str | Device | Instance | Detection, query: str = 
     ``fit_target`` in bytes, ``headroom`` a share, ``engine`` one of the engines (None: each model's default on
     that hardware), ``metric`` allocated / reserved / nvidia-smi. ``.to_dict()`` is the CLI's ``--json`` answer."""
     asked = hardware
+    # 'detected' with hardware files: this machine is sized, the files only add entries (probe27 N3: said once)
+    files_aside = (f"'{DETECTED}' sizes this machine (detected now), not a device of the hardware file(s) given, "
+                   "which only add entries: name the file's device to size it") \
+        if names_detected(asked) and hardware_files else None
     hardware, count, detected_files = detected_target(hardware, count, hardware_files)
     files: list[Any] = detected_files  # paths, or HardwareText (the web's pasted entry, a detected machine)
     found = catalog.search_some(query)
@@ -157,7 +161,7 @@ def models_that_fit(hardware: str | Device | Instance | Detection, query: str = 
                         if o.status == "meets" else None,
                         "experts_in_host": experts_in_host(e.spec(), o, hardware, count, **host_args)}
                        for e, o in opts],
-            "warnings": [w for w in (unchecked, newer) if w]}
+            "warnings": [w for w in (files_aside, unchecked, newer) if w]}
     data["fitting"] = fitting(data["models"])  # the count the CLI and the web page print
     return ModelsThatFit(data, tuple(opts))
 

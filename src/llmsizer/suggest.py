@@ -12,7 +12,7 @@ A search of a catalog by name (``models QUERY``, ``hardware list QUERY``, their 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 MAX_SUGGESTIONS = 3  # names offered at most in one "did you mean"
@@ -77,10 +77,27 @@ def same_setting(word: str, options: Iterable[str]) -> list[str]:
     return sorted(hits, key=lambda o: -difflib.SequenceMatcher(None, plain, _plain(o)).ratio())
 
 
+# A memory size written after a name: digits and a G or T unit ('48gb', '80g', '24GiB', '1tb'), one word or two
+# ('48 GB'); 'a40-48gb' is a40 with its memory said, as the catalog's own names write it ('NVIDIA A40 48GB')
+_MEMORY_SIZE = re.compile(r"\d+(?:\.\d+)?[gt]i?b?")
+
+
+def named_then_memory(word: str, spellings: Mapping[str, str]) -> list[str]:
+    """The options ``word`` names followed by a memory size: ``spellings`` maps each spelling (an id, name or
+    alias) to its option; ``'a40-48gb'`` -> the option spelt ``a40``, ``'nvidia-a40 48GB'`` -> the one whose alias is
+    ``nvidia-a40``. Name words are compared (``name_words``: case and separators aside); none when ``word`` does not
+    end in a memory size."""
+    w = name_words(word)
+    stems = {w[:k] for k in range(1, len(w)) if _MEMORY_SIZE.fullmatch("".join(w[k:]))}
+    return list(dict.fromkeys(o for sp, o in spellings.items() if name_words(sp) in stems)) if stems else []
+
+
 def close_matches(word: str, options: Iterable[str], n: int = MAX_SUGGESTIONS,
-                  cutoff: float = SUGGESTION_CUTOFF) -> list[str]:
+                  cutoff: float = SUGGESTION_CUTOFF, aliases: Mapping[str, str] | None = None) -> list[str]:
     """Up to ``n`` of ``options`` closest to ``word`` (case-insensitive), best first, without duplicates: first those
-    naming the setting ``word`` names in another program (``same_setting``), then the most alike spellings."""
+    naming the setting ``word`` names in another program (``same_setting``), then an option ``word`` names followed
+    by a memory size (``named_then_memory``: ``a40-48gb`` -> ``a40``; ``aliases`` maps other spellings of the
+    options to them), then the most alike spellings."""
     import difflib  # a miss only: kept off the start-up of every command
 
     if len(word) > LONGEST_NAME:
@@ -89,8 +106,10 @@ def close_matches(word: str, options: Iterable[str], n: int = MAX_SUGGESTIONS,
     for o in options:
         by_key.setdefault(o.lower(), o)
     same = same_setting(word, by_key.values())
-    hits = difflib.get_close_matches(word.lower(), [k for k in by_key if by_key[k] not in same], n=n, cutoff=cutoff)
-    return [*same, *(by_key[h] for h in hits)][:n]
+    named = named_then_memory(word, {**(aliases or {}), **{o: o for o in by_key.values()}})
+    first = list(dict.fromkeys([*same, *named]))
+    hits = difflib.get_close_matches(word.lower(), [k for k in by_key if by_key[k] not in first], n=n, cutoff=cutoff)
+    return [*first, *(by_key[h] for h in hits)][:n]
 
 
 def did_you_mean(word: str, options: Iterable[str], n: int = MAX_SUGGESTIONS,

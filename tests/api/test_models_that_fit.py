@@ -179,3 +179,24 @@ def test_nothing_detected_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(detect_module, "run_commands", lambda: ([], ["lscpu: not installed"]))
     code, out, err = run("models", "--fits-on", "detected")
     assert code == 2 and "nothing detected" in err and len(err.strip().splitlines()) == 1
+
+
+def test_fits_on_detected_with_a_hardware_file_says_the_file_is_not_sized(this_machine_is: Path, tmp_path: Path
+                                                                          ) -> None:
+    """probe27 N3: `models --fits-on detected --hardware-file F` sizes this machine, not F's devices (as documented);
+    the answer says so in one line (warnings: the CLI, --json and Python alike). Without a file, no such line."""
+    f = tmp_path / "mix.json"
+    f.write_text(json.dumps({"devices": [{"id": "my-gpu", "name": "My GPU", "kind": "gpu",
+                                          "memory": {"value": 24, "unit": "GiB"}}]}))
+    code, out, err = run("models", "qwen3-0.6b", "--fits-on", "detected", "--hardware-file", str(f))
+    assert code == 0, err
+    assert out.startswith("models on detected-h100-sxm")  # this machine, as before
+    said = ("warning: 'detected' sizes this machine (detected now), not a device of the hardware file(s) given, which "
+            "only add entries: name the file's device to size it")
+    assert out.splitlines().count(said) == 1, out
+    code, data = run_json("models", "qwen3-0.6b", "--fits-on", "detected", "--hardware-file", str(f))
+    assert said.removeprefix("warning: ") in data["warnings"]
+    py = llmsizer.models_that_fit("detected", "qwen3-0.6b", hardware_files=[f]).to_dict()
+    assert said.removeprefix("warning: ") in py["warnings"]
+    assert not any("sizes this machine" in w for w in run_json("models", "qwen3-0.6b", "--fits-on", "detected")[1][
+        "warnings"])

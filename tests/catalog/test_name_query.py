@@ -95,3 +95,16 @@ def test_cli_models_and_hardware_list_use_the_rule(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         main(["models", "--help"])
     assert "'7b' finds" in capsys.readouterr().out.replace("\n", " ").replace("  ", " ")
+
+
+def test_a_name_followed_by_a_memory_size_suggests_the_name_first():
+    """probe27 D3: the did-you-mean rule of models and devices (suggest.close_matches): a word that is an option, or
+    an alias of one, followed by a memory size offers that option first; other words are untouched."""
+    from llmsizer.suggest import close_matches, named_then_memory
+    opts = ["a100-sxm-80gb", "a100-sxm-40gb", "apple-m4-pro-48gb", "a40"]
+    assert close_matches("a40-48gb", opts, n=3, cutoff=0.4)[0] == "a40"
+    assert named_then_memory("nvidia-a40 48GB", {"nvidia-a40": "a40"}) == ["a40"]
+    assert named_then_memory("qwen2.5-7b-16gb", {"qwen2.5-7b": "qwen2.5-7b"}) == ["qwen2.5-7b"]
+    assert named_then_memory("a40-48", {"a40": "a40"}) == []  # no unit: not a memory size
+    assert named_then_memory("a40x-48gb", {"a40": "a40"}) == []  # 'a40x' is another word
+    assert named_then_memory("a40", {"a40": "a40"}) == []

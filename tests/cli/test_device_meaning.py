@@ -83,6 +83,18 @@ def test_an_unknown_device_is_the_same_one_line_in_every_command(cmd, capsys):
                                         "h100-nvl, gh200, h100-pcie (list them with `llmsizer hardware list`)"]
 
 
+@pytest.mark.parametrize(("device", "first"), [("a40-48gb", "a40"), ("l40s-48gb", "l40s"), ("A40 48 GB", "a40"),
+                                             ("h100-96g", "h100-sxm"),  # the alias h100 names h100-sxm
+                                             ("rtx-5060-ti-12gb", "rtx-5060-ti-16gb")])  # alias rtx-5060-ti
+def test_a_catalog_name_with_its_memory_said_is_offered_first(device, first, capsys):
+    """probe27 D3: `--device a40-48gb` offered a100-sxm-80gb, a100-sxm-40gb, apple-m4-pro-48gb, ... (difflib ratio)
+    and no a40, while l40s-48gb found l40s. A name that is a catalog id or alias followed by a memory size is
+    offered that entry first (suggest.named_then_memory; the same rule for every did-you-mean)."""
+    code, out, err = run(["fit", MODEL, "--device", device], capsys)
+    assert code == 2 and out == ""
+    assert f"unknown hardware {device!r}; closest: {first}, " in err
+
+
 def test_infer_on_an_instance_of_several_devices_says_how_to_ask(capsys):
     """infer sizes one device (a replica over several with --tp); an instance of 8 GPUs is fit's question."""
     code, out, err = run(["infer", MODEL, "--device", "aws-p5.48xlarge"], capsys)

@@ -106,3 +106,23 @@ def test_a_request_fit_target_is_checked(resources: str, engine: str, kind: str,
     with pytest.raises(RequestError) as e:
         parse_request(_request(resources, engine, kind), source="t.yaml")
     assert "resources.fit_target" in str(e.value) and said in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("argv", [
+    ("infer", MODEL, "--engine", "llama.cpp", "--device", "rtx-3090", "--fit-target", "30GiB"),
+    ("fit", MODEL, "--engine", "llama.cpp", "--device", "rtx-3090", "--fit-target", "30GiB"),
+    ("fit", MODEL, "--engine", "llama.cpp", "--device", "rtx-3090", "--count", "2", "--auto", "--fit-target", "30GiB"),
+    ("infer", MODEL, "--engine", "llama.cpp", "--device", "rtx-3090", "--fit-target", "24GiB"),  # equal: nothing left
+])
+def test_a_fit_target_not_below_the_gpu_memory_is_refused(argv: tuple[str, ...]) -> None:
+    """probe27 D4: a --fit-target above the GPU's memory was clamped in silence (fit --auto: 'margin kept free on each
+    GPU: 24.00 GiB' with fit_target=30.00 GiB assumed; infer: 'a 0 B budget (24.00 GiB - 30.00 GiB fit_target)').
+    The rtx-3090 has 24.00 GiB (fit and infer say so): the workload's check refuses it in one line naming both (exit 2)."""
+    code, out, err = run(*argv)
+    asked = argv[-1].removesuffix("GiB")
+    assert code == 2 and out == "", (code, out)
+    assert err.strip().splitlines() == [
+        f"llmsizer: error: --fit-target {asked}.00 GiB is not less than the GPU memory 24.00 GiB: it is the memory "
+        "kept free on each GPU (llama.cpp --fit-target), which would leave none to use; give less than 24.00 GiB"]
+    below = [a if a not in ("30GiB", "24GiB") else "23GiB" for a in argv]
+    assert run(*below)[0] in (0, 1)  # below the memory: answered (a verdict)

@@ -115,3 +115,26 @@ def test_sinfo_output_is_named_with_the_command_to_run(tmp_path):
     with pytest.raises(InputError, match=r"looks like `sinfo` output.*save `scontrol show node`"):
         parse_scontrol_nodes(SINFO.read_text(), str(SINFO))
     assert run("capacity", "import", "--scontrol", str(SINFO), "--site", "s", "-o", str(tmp_path / "i.yaml")) == 2
+
+
+def test_an_untyped_gres_is_named_and_mapped_with_question_mark(tmp_path, capsys):
+    """probe27 D2: `Gres=gpu:1` (no Type in gres.conf) was refused as "GPU type(s) ? are not catalog devices" and
+    `--device-map '?=a40'` gave the same error. The error names the untyped case and the form that maps it, and that
+    form works (as does the empty key '=a40', read the same)."""
+    from llmsizer.errors import InputError
+    from llmsizer.provider.scheduler_import import inventory_yaml
+    text = A40.read_text()
+    assert "gpu:a40:1(S:0,2,4,6,8,10)" in text
+    src = tmp_path / "untyped.txt"
+    src.write_text(text.replace("gpu:a40:1(S:0,2,4,6,8,10)", "gpu:1"))
+    (node,) = parse_scontrol_nodes(src.read_text())
+    assert node.gpu_type is None and node.gpus == 1
+    with pytest.raises(InputError, match=r"gpunode-1 have an untyped GPU GRES \(Gres=gpu:N.*--device-map '\?=DEVICE'"):
+        inventory_yaml([node], site="s", device_map={}, pools=("serving",), known={"a40"})
+    assert run("capacity", "import", "--scontrol", str(src), "--site", "s", "-o", str(tmp_path / "x.yaml")) == 2
+    for spelling in ("?=a40", "=a40", "?=nvidia-a40"):
+        inv = tmp_path / f"inv{len(spelling)}.yaml"
+        assert run("capacity", "import", "--scontrol", str(src), "--site", "s", "--device-map", spelling,
+                   "-o", str(inv)) == 0, spelling
+        (row,) = yaml.safe_load(inv.read_text())["nodes"]
+        assert row["device"] == "a40" and row["devices"] == 1

@@ -36,7 +36,7 @@ from ..formulas.cpu_peak import cpu_peak_flops, fma_width, matrix_tile_width
 from ..frozen import fast_init
 from ..inputs import not_true_or_false, short
 from ..numbers import BANDWIDTH, BYTES, CLOCK, DEVICE_MEMORY, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
-from ..suggest import matches_name, unknown_choice
+from ..suggest import close_matches, matches_name, unknown_choice
 from ..units import GiB
 
 KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
@@ -403,9 +403,8 @@ class HardwareCatalog:
             return GENERIC_DEVICES[_norm(name)]
         if hit is None:
             names = sorted({*self.devices, *self.instances})
-            import difflib  # a miss only
-
-            close = difflib.get_close_matches(_norm(name), names, n=5, cutoff=0.4)
+            aliases = {a: d.id for d in self.devices.values() for a in (d.name, *d.aliases)}
+            close = close_matches(_norm(name), names, n=5, cutoff=0.4, aliases=aliases)
             hint = f"; closest: {', '.join(close)}" if close else ""
             raise UnknownNameError(f"unknown hardware {name!r}{hint} (list them with `llmsizer hardware list`)")
         kind, key = hit

@@ -185,7 +185,8 @@ def register(sub: Any) -> None:
     q.add_argument("--site", required=True, help="site id for the nodes")
     q.add_argument("--device-map", action="append", default=[], metavar="TYPE=DEVICE",
                    help="Slurm GPU type or Kubernetes product label -> catalog device (a100=a100-sxm-80gb); needed "
-                        "unless the type or product is a catalog name")
+                        "unless the type or product is a catalog name; '?=DEVICE' for an untyped Slurm GRES "
+                        "(Gres=gpu:1, no Type in gres.conf)")
     q.add_argument("--pools", default=IMPORT_POOLS,
                    help=f"pools every node joins (comma-separated; default {IMPORT_POOLS}: bookable by training jobs "
                         "and services, never both at once on one node; --pools serving for inference-only nodes, "
@@ -328,7 +329,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if "=" not in m:
             raise InputError(f"--device-map {m!r}: write TYPE=DEVICE (a100=a100-sxm-80gb)")
         k, v = m.split("=", 1)
-        mapping[k.strip()] = v.strip()
+        mapping[si.gpu_type_key(k.strip())] = v.strip()  # '?=DEVICE' (or '=DEVICE'): an untyped Gres=gpu:N
     cat = load_catalog(args.hardware_file)
     known = {d.id for d in cat.devices.values()}
     for k, v in mapping.items():

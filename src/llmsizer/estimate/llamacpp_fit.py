@@ -43,7 +43,7 @@ from ..models import spec_of
 from ..numbers import DEVICE_MEMORY, MAX_GPUS
 from ..result import Assumption, Estimate, json_data, merged_assumptions
 from ..specs import ModelSpec
-from ..specs.workload import read_number
+from ..specs.workload import check_fit_target, read_number
 from ..units import comma_values, format_bytes
 from .device import apple_host_memory, gpu_runtime, host_holds_weights, is_own_host, says_apple_own_host, usable_memory
 from .inference import estimate_inference
@@ -387,6 +387,7 @@ def _auto_fit(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | 
             raise InputError(f"{key} is what the auto-fit chooses; drop it (or size those flags with infer/fit)")
     workload.pop("engine", None)
     margin = margin_rule("llamacpp", "gpu", headroom, fit_target)  # the one rule (fit's verdict keeps the same)
+    check_fit_target(margin.fixed if fit_target is not None else None, min(free, default=None))  # none kept: refused
     nd, n = len(free), spec.num_layers
     targets = [margin.budget(f) for f in free]
     assumptions = [margin.assumption()]

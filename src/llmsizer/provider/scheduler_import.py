@@ -3,7 +3,8 @@
 -o json``, or one node: ``kubectl get node NAME -o json``).
 
 Read per node (Slurm's scontrol(1) NODE fields): ``NodeName``, ``Gres`` (``gpu:<type>:<count>(S:...)``: the GPU type
-and count; a node without a ``gpu`` GRES is skipped and counted), ``CPUEfctv`` (the CPUs jobs may use: ``CPUTot``
+and count; a node without a ``gpu`` GRES is skipped and counted; an untyped ``gpu:<count>`` is mapped by
+``--device-map '?=DEVICE'``, :data:`UNTYPED`), ``CPUEfctv`` (the CPUs jobs may use: ``CPUTot``
 less the cores ``CoreSpecCount``/``CPUSpecList`` reserve for the system, scontrol(1) "CPUEfctv"; ``CPUTot`` when an
 older Slurm does not print it), ``RealMemory`` (MiB), ``Partitions``, ``State``, ``AvailableFeatures``. A node whose
 ``State`` says it takes no new work (:data:`UNAVAILABLE`) is not bookable: it is written commented out, with the
@@ -187,14 +188,31 @@ def _header(source: str, command: str, site: str) -> list[str]:
             f"# {storage_note(site)}", f"# {FABRIC_NOTE}", "version: 1", f"sites:\n  - id: {site}", "nodes:"]
 
 
+#: the --device-map key of an untyped GPU GRES (``Gres=gpu:1``: gres.conf gave the GPUs no ``Type``), which names
+#: no GPU: ``--device-map '?=a40'`` says which device such nodes have (one device for all untyped nodes of a file)
+UNTYPED = "?"
+
+
+def gpu_type_key(gpu_type: str | None) -> str:
+    """The ``--device-map`` key of a node's Slurm GPU type: the type, or :data:`UNTYPED` for an untyped GRES (or a
+    map key written empty, ``=a40``, read the same). The one rule of the map's keys, the CLI's and the nodes'."""
+    return gpu_type or UNTYPED
+
+
 def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, str], pools: tuple[str, ...],
                    known: set[str], source: str = "<scontrol>") -> tuple[str, list[str]]:
     """An inventory (YAML text) with one site and a node per GPU node; and notes (nodes skipped and why).
     ``known``: the catalog's device ids; an unmapped GPU type that is not one of them is an error naming it."""
     notes = []
     lines = _header(source, "scontrol show node", site)
-    missing = sorted({n.gpu_type or "?" for n in nodes if n.gpus and device_map.get(n.gpu_type or "", n.gpu_type)
-                      not in known})
+    untyped = [n.name for n in nodes if n.gpus and n.gpu_type is None and device_map.get(UNTYPED) not in known]
+    if untyped:  # Gres=gpu:N: Slurm was given no Type (gres.conf), so no name says which GPU the node has
+        raise InputError(f"{source}: node(s) {', '.join(untyped[:5])}{' ...' if len(untyped) > 5 else ''} have an "
+                         f"untyped GPU GRES (Gres=gpu:N, no Type in gres.conf), so Slurm does not say which GPU: "
+                         f"map it with --device-map '{UNTYPED}=DEVICE' (e.g. '{UNTYPED}=a40'; see "
+                         f"`llmsizer hardware list`)")
+    missing = sorted({n.gpu_type for n in nodes if n.gpus and n.gpu_type is not None
+                      and device_map.get(n.gpu_type, n.gpu_type) not in known})
     if missing:
         raise InputError(f"{source}: GPU type(s) {', '.join(missing)} are not catalog devices: map each with "
                          f"--device-map TYPE=DEVICE (see `llmsizer hardware list`)")
@@ -203,7 +221,7 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
         if not n.gpus:
             notes.append(f"{n.name}: no gpu GRES, skipped")
             continue
-        device = device_map.get(n.gpu_type or "", n.gpu_type)
+        device = device_map.get(gpu_type_key(n.gpu_type), n.gpu_type)
         node_pools = ", ".join(dict.fromkeys((*pools, *n.partitions)))
         cpus = f" of CPUTot={n.cpus_total}" if n.cpus_total and n.cpus_total != n.cpus else ""
         row = (f"- {{id: {n.name}, site: {site}, device: {device}, devices: {n.gpus}, cpus: {n.cpus}, "

@@ -35,7 +35,7 @@ from ..numbers import (
     check_number,
 )
 from ..suggest import unknown_choice
-from ..units import parse_bytes, parse_count, parse_image_size, parse_share, parse_tokens
+from ..units import format_bytes, parse_bytes, parse_count, parse_image_size, parse_share, parse_tokens
 from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
@@ -222,6 +222,17 @@ def parse_engine_version(version: str) -> tuple[int, int]:
 # headroom and fit_target both given (estimate/verdict.py margin_rule; the workload refuses it up front)
 MARGIN_CONFLICT = ("give headroom or fit_target, not both: each is the memory kept free on each device (a share, or "
                    "bytes as llama.cpp's --fit-target)")
+
+
+def check_fit_target(fit_target: int | None, memory: int | None) -> None:
+    """llama.cpp's --fit-target is kept free on each GPU (estimate/verdict.py eq. 1': budget = memory - fit_target):
+    one not below the GPU's ``memory`` leaves nothing to place, so it is refused in one line naming both, not
+    clamped to a 0 B budget. The one check of the workload (infer, fit, plan) and of fit --auto (each GPU's free)."""
+    if fit_target is not None and memory is not None and fit_target >= memory:
+        raise FieldError("fit_target", f"fit_target {format_bytes(fit_target)} is not less than the GPU memory "
+                                        f"{format_bytes(memory)}: it is the memory kept free on each GPU (llama.cpp "
+                                        f"--fit-target), which would leave none to use; give less than "
+                                        f"{format_bytes(memory)}")
 
 
 def check_pool_shares(engine: str | None, headroom: float | None, gpu_memory_utilization: float | None) -> None:
@@ -577,6 +588,8 @@ class InferenceWorkload:
                 raise FieldError(name, f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
         if self.headroom is not None and self.fit_target is not None:  # two margins for one device: refused
             raise InputError(MARGIN_CONFLICT)
+        if self.device != "cpu":  # (on a CPU fit_target is refused as such: estimate/verdict.py margin_rule)
+            check_fit_target(self.fit_target, self.memory)
         if self.max_mamba_cache_size is not None and self.mamba_full_memory_ratio is not None:
             # SGLang reads the ratio only when no size is stated (kv_cache_configurator.py:3303-3386): refused, not
             # ignored

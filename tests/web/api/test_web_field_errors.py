@@ -92,13 +92,13 @@ def test_a_training_hint_follows_each_requests_own_fields(client) -> None:
 def test_a_missing_image_size_names_image_size(client, endpoint: str) -> None:
     """probe3 #10: Qwen-VL images without a size (dynamic resolution: the tokens depend on it) is a 400 about
     ``image_size``, the input to give. Before, ``field`` was "model": the problem took the message's opening "model
-    'Qwen/...'" as the field at fault. The detail stays the CLI's line, which spells the flag, the Python keyword
-    and the request key itself (nothing renamed)."""
+    'Qwen/...'" as the field at fault. The detail stays the CLI's line, which spells the flag, the web's field, the
+    Python keyword and the request key itself (nothing renamed; probe27 N2: it named the flag alone first)."""
     body = {"model": "qwen2.5-vl-7b-instruct", "images": 2, **({"device": "l40s"} if endpoint == "fit" else {})}
     r = client.post(f"/api/v1/{endpoint}", json=body)
     problem = r.json()
     assert r.status_code == 400 and problem["field"] == "image_size", problem
     argv = ("--images", "2", *(("--device", "l40s") if endpoint == "fit" else ()))
     line = cli_error_line(endpoint, "qwen2.5-vl-7b-instruct", *argv)
-    assert problem["detail"] == line and "give --image-size WIDTHxHEIGHT (image_size=(W, H) in Python, " \
-        "media.image_size in a request file)" in line, line
+    assert problem["detail"] == line and "give the image size, WIDTHxHEIGHT (--image-size on the command line, " \
+        "image_size in the web API, image_size=(W, H) in Python, media.image_size in a request file)" in line, line

@@ -76,8 +76,9 @@ def _size(spec: ModelSpec, given: tuple[int, int] | None, what: str, flag: str, 
         return given
     if v.token_rule in ("qwen2_vl", "qwen3_vl"):
         raise FieldError(f"{what}_size", spelled=True, message=(  # the field at fault carried (the web's ``field``)
-            f"model {spec.name!r} resizes each {what} to its own size (dynamic resolution): give {flag} WIDTHxHEIGHT "
-            f"({what}_size=(W, H) in Python, media.{what}_size in a request file)"))
+            f"model {spec.name!r} resizes each {what} to its own size (dynamic resolution): give the {what} size, "
+            f"WIDTHxHEIGHT ({flag} on the command line, {what}_size in the web API, {what}_size=(W, H) in Python, "
+            f"media.{what}_size in a request file)"))
     notes.assumptions.append(Assumption(f"{what}_size", f"{v.image_size}x{v.image_size}", True,
                                         f"not given: the vision encoder's input size (every {what} is resized "
                                         "or tiled to it)"))
