@@ -239,8 +239,9 @@ def test_the_hybrid_pool_names_its_page_size():
     """review21 D10: the hybrid pool's eq. (S4) uses page_size 1 (SGLang's CUDA default), but GPT-OSS on sm100 runs
     trtllm_mha at page_size 64 (SGLang 0.5.23 model_overrides/gpt_oss.py:31, overrides.py:1174-1187): eviction window
     127 (config sliding_window 128 - 1: models/gpt_oss.py:131-132) + eviction interval 128 + 2 x 64 = 383 SWA tokens
-    per sequence there, against 127 + 128 + 2 x 1 = 257 here. Not modelled, so named: the assumption states page 1
-    and the 64-token case's numbers."""
+    per sequence there, against 127 + 128 + 2 x 1 = 257 here. Modelled since mxfp4dec (engines.py sglang_page_size;
+    tests/estimate/test_sglang_gpt_oss_page.py): without a device the page is 1 and the assumption names the
+    trtllm_mha case; on a B200 the page is 64."""
     cfg = _config("gpt-oss-20b")
     assert cfg["sliding_window"] == 128
     window = cfg["sliding_window"] - 1
@@ -248,7 +249,9 @@ def test_the_hybrid_pool_names_its_page_size():
     assert swa_tokens_held(4096, window, 128, 1) == 257
     est = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=4096)
     a = next(a for a in est.assumptions if a.name == "sglang_page_size")
-    assert a.value == 1 and "383" in a.why and "not 257" in a.why and "trtllm_mha" in a.why
+    assert a.value == 1 and "trtllm_mha" in a.why and "page 64" in a.why
+    b200 = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", device="b200", context=4096)
+    assert [a.value for a in b200.assumptions if a.name == "sglang_page_size"] == [64]
 
 
 def test_an_swa_pool_below_the_window_stops_sglang_and_admits_none():

@@ -342,6 +342,10 @@ SGLANG_CHECKPOINT_KV_SOURCE = ("sglang 0.5.23 mem_cache/kv_cache_dtype.py:49-57 
 # trtllm_mla on sm100 (compute capability major 10: utils/common.py:309-313 is_sm100_supported) unless one is given
 # (arg_groups/model_overrides/deepseek_v2.py:177-187)
 SGLANG_TRTLLM_MLA_MODEL_TYPES = ("deepseek_v3", "kimi_k2")
+# GPT-OSS (GptOssForCausalLM, model_type gpt_oss) gets attention backend trtllm_mha on sm100 unless one is given
+# (sglang 0.5.23 arg_groups/model_overrides/gpt_oss.py:29-31), whose page_size is 16, 32, 64 or 128 (else 64:
+# arg_groups/overrides.py:1174-1187)
+SGLANG_TRTLLM_MHA_MODEL_TYPES = ("gpt_oss",)
 
 
 def _is_dsa(spec: ModelSpec) -> bool:
@@ -418,6 +422,11 @@ def sglang_page_size(spec: ModelSpec, device: str, runtime: str, capability: int
     if _sglang_trtllm_mla(spec, device, runtime, capability):
         return 64, ("SGLang's default trtllm_mla backend on compute capability 10.x (arg_groups/model_overrides/"
                     "deepseek_v2.py:177-187) takes page_size 32 or 64 and sets 64 (arg_groups/overrides.py:1155-1163)")
+    if spec.model_type in SGLANG_TRTLLM_MHA_MODEL_TYPES and _cuda_major(device, runtime, capability) == 10:
+        return 64, ("SGLang's default trtllm_mha backend for GPT-OSS on compute capability 10.x (arg_groups/"
+                    "model_overrides/gpt_oss.py:29-31, is_sm100: utils/common.py:309-313) takes page_size 16, 32, "
+                    "64 or 128 and sets 64 in place of the default 1 (arg_groups/overrides.py:1174-1187, "
+                    "_mla_backend_page_constraints)")
     return 1, "SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363 _page_size_default)"
 
 

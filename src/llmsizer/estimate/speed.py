@@ -13,6 +13,7 @@ llama.cpp split-mode decode and prefill; ``speed_layout.py`` one layout's answer
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from types import MethodType
 from typing import Any
@@ -34,6 +35,7 @@ from ..formulas.speed import (
     split_prefill_time,
     step_overhead,
 )
+from ..formulas.vllm_mxfp4 import vllm_mxfp4_backend, vllm_mxfp4_padded_sizes, vllm_mxfp4_resident_extra
 from ..formulas.weight_formats import (
     GROUP_SIZE_DEFAULT,
     OTHER_BYTES_DEFAULT,
@@ -410,9 +412,25 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     # bitsandbytes: formats.serving_fused_experts)
     # at the device's CUDA capability where the engine's dtype of a tensor depends on it (vLLM's fp32 gate): the
     # estimate's rule (estimate/device.py device_weights_capability), so a step reads the bytes the device holds
-    capability = device_weights_capability(device, engine, spec.model_type)
+    capability = device_weights_capability(device, engine, spec.model_type, bytes_fmt)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(
         spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt), engine, capability)
+    # vLLM's MXFP4 MoE kernels read each routed expert at their backend's padded sizes (formulas/vllm_mxfp4.py eq.
+    # X4, the backend of the same capability the memory estimate sizes): the routed experts' bytes a step reads
+    mx_read = vllm_mxfp4_resident_extra(spec, bytes_fmt, 1, capability, read=True) \
+        if engine == "vllm" and weights_format != "file" else 0
+    if mx_read:
+        wb = dataclasses.replace(wb, total=wb.total + mx_read,
+                                 by_component={**wb.by_component,
+                                               "experts": wb.by_component.get("experts", 0) + mx_read})
+        backend = vllm_mxfp4_backend(capability)
+        hp, ip = vllm_mxfp4_padded_sizes(backend, spec.hidden_size, spec.moe.expert_intermediate_size) \
+            if spec.moe is not None else (0, 0)
+        assumptions.append(Assumption(
+            "mxfp4_expert_read", backend, True,
+            f"vLLM's {backend} MXFP4 MoE kernels run at hidden {hp}, intermediate {ip} (the padded sizes they are "
+            f"created at): a step reads {mx_read / 2**30:.3f} GiB more over all experts than the checkpoint's, "
+            "in its routed share (formulas/vllm_mxfp4.py eq. X4)"))
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower

@@ -9,7 +9,8 @@ An engine that stores the full-attention layers' and the sliding layers' K/V in 
 
 with B_full the bytes of one token over every full-attention layer, B_swa over every sliding layer, r the ratio of
 SWA-layer tokens to full-layer tokens (``--swa-full-tokens-ratio``) and page the tokens of a page. A running
-sequence of t tokens holds t tokens of the full pool and, once its tokens slide out of the window w, only the last
+sequence of t tokens holds ceil(t / page) pages of the full pool (sglang utils/common.py:4859-4861
+get_num_new_pages; t itself at page 1) and, once its tokens slide out of the window w, only the last
 ones of the SWA pool: the engine frees the out-of-window slots every ``eviction_interval`` decoded tokens, so at
 most
 
@@ -18,7 +19,7 @@ most
 (the window, the tokens decoded since the last eviction, the page the eviction point is aligned to and the page the
 next decode step allocates). A pool admits n sequences of t tokens while
 
-    n <= floor(full_tokens / t)  and  n <= floor(swa_tokens / swa_held(t))                              (S5)
+    n <= floor(full_tokens / (ceil(t / page) x page))  and  n <= floor(swa_tokens / swa_held(t))      (S5)
 
 With the radix cache disabled and a running-request cap M given, SGLang sizes the SWA pool from that cap instead of
 the ratio (``SWARequestCapPoolConfigurator``): S4's bound for each of the M requests, the prefill chunks in flight
@@ -87,7 +88,8 @@ def hybrid_swa_admitted(full_tokens: int, swa_tokens: int, tokens: int, window: 
     if tokens <= 0:
         return 0
     held = swa_tokens_held(tokens, window, eviction_interval, page_size)  # >= 1: tokens >= 1
-    return min(full_tokens // tokens, swa_tokens // held)
+    full_held = -(-tokens // page_size) * page_size  # whole pages of the full pool
+    return min(full_tokens // full_held, swa_tokens // held)
 
 
 def swa_request_cap_pool_tokens(budget_bytes: int, full_bytes_per_token: float, swa_bytes_per_token: float,

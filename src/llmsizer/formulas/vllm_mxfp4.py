@@ -54,7 +54,21 @@ b bytes, and the checkpoint's C = R(H, I, 2) (2 if the experts carry biases, els
     extra = L x E x (R(H_p, I_p, 2) - C)                          marlin                               (X2)
     extra = L x E x (R(H_p, I_p, 4) - C) + L x 3 x 4 E            flashinfer_trtllm                    (X3)
 
-for L MoE layers of E experts. Checked: X1 against vLLM's "Model loading took" (torch's allocated bytes after the
+for L MoE layers of E experts.
+
+A decode or prefill step reads each routed expert at the sizes its kernel runs (:func:`vllm_mxfp4_expert_bytes` with
+``read``; the speed model's expert bytes, estimate/speed.py): Marlin and TRT-LLM run at the padded sizes, so they
+read R(H_p, I_p, b) per expert. The routed input is padded to H_p before the experts (fused_moe/runner/
+default_moe_runner.py:447-467 ``F.pad`` to ``moe_config.hidden_dim``, the rounded size: layer.py:536-547; skipped only
+for the env-chosen TRT-LLM MXFP8 backend: quantization/mxfp4.py:115-118); Marlin takes K = the padded input's width
+and N = I_p from the packed w2 (fused_marlin_moe.py:89-90, gemm sizes :147-148 and :199-200; marlin_utils.py:248-254),
+TRT-LLM ``intermediate_size`` = the rounded I_p (experts/trtllm_mxfp4_moe.py:44-47, passed at :214). Triton reads
+its swizzled scales in place of the loaded copy and the fp32 biases: R(H, I_p, 4), the swizzle's alignment rows not
+counted (whether its tiles load them was not checked; gpt-oss's 2880 fills its 64-aligned I at TP 1):
+
+    read = R(H_p, I_p, b) per routed expert (triton: H_p = H)                                       (X4)
+
+Checked: X1 against vLLM's "Model loading took" (torch's allocated bytes after the
 load, vllm/platforms/cuda.py get_current_memory_usage): gpt-oss-20b 13.47 GiB on one H100 (llm-d
 empirical-vllm-memory-results.md, validation/vllm_startup_logs.csv VL02), gpt-oss-120b 64.38 GiB
 (vllm-project/vllm#33155, vLLM 0.14.1). X2 and X3 are worked from the code alone (no published load log of
@@ -129,18 +143,28 @@ def triton_swizzled_scale_bytes(hidden: int, intermediate: int, num_warps: int =
             + round_up(hidden, rows) * round_up(intermediate // mxfp4_block(), 2))
 
 
+def vllm_mxfp4_expert_bytes(backend: str, hidden: int, intermediate: int, bias: bool = True, read: bool = False,
+                            num_warps: int = TRITON_SWIZZLE_NUM_WARPS) -> int:
+    """One expert's bytes on ``backend`` at ``hidden`` H and ``intermediate`` I per tensor-parallel rank: resident
+    (``read`` False: R(H_p, I_p, b), + Triton's swizzled scales S beside its loaded ones, eqs. X1-X3) or read by a
+    step that routes to it (``read`` True: R(H_p, I_p, b), eq. X4); ``bias``: the experts carry biases."""
+    hp, ip = vllm_mxfp4_padded_sizes(backend, hidden, intermediate)
+    out = _expert_bytes(hp, ip, BIAS_BYTES[backend] if bias else 0)
+    if backend == "triton" and not read:
+        out += triton_swizzled_scale_bytes(hidden, ip, num_warps)
+    return out
+
+
 def vllm_mxfp4_extra_bytes(backend: str, moe_layers: int, experts: int, hidden: int, intermediate: int,
-                           bias: bool = True, num_warps: int = TRITON_SWIZZLE_NUM_WARPS) -> int:
+                           bias: bool = True, num_warps: int = TRITON_SWIZZLE_NUM_WARPS, read: bool = False) -> int:
     """Eq. (X1) / (X2) / (X3) for ``backend``: bytes vLLM's MXFP4 MoE holds per device beyond the checkpoint's
     experts, for ``moe_layers`` layers of ``experts`` experts (on this device), ``hidden`` H and ``intermediate`` I
-    per tensor-parallel rank; ``bias``: the experts carry biases (gpt-oss; without, no bias bytes)."""
-    hp, ip = vllm_mxfp4_padded_sizes(backend, hidden, intermediate)
-    b = BIAS_BYTES[backend] if bias else 0
+    per tensor-parallel rank; ``bias``: the experts carry biases (gpt-oss; without, no bias bytes). ``read``: eq.
+    (X4)'s bytes a pass over every expert reads beyond the checkpoint's instead (TRT-LLM's per-layer scalars left
+    out)."""
     checkpoint = _expert_bytes(hidden, intermediate, CHECKPOINT_BIAS_BYTES if bias else 0)
-    per_expert = _expert_bytes(hp, ip, b) - checkpoint
-    if backend == "triton":
-        per_expert += triton_swizzled_scale_bytes(hidden, ip, num_warps)
-    per_layer = 4 * TRTLLM_PER_EXPERT_SCALARS * experts if backend == "flashinfer_trtllm" else 0
+    per_expert = vllm_mxfp4_expert_bytes(backend, hidden, intermediate, bias, read, num_warps) - checkpoint
+    per_layer = 4 * TRTLLM_PER_EXPERT_SCALARS * experts if backend == "flashinfer_trtllm" and not read else 0
     return moe_layers * (experts * per_expert + per_layer)
 
 
@@ -151,16 +175,17 @@ def vllm_triton_mxfp4_extra_bytes(moe_layers: int, experts: int, hidden: int, in
 
 
 def vllm_mxfp4_resident_extra(spec: ModelSpec, fmt: str, tensor_parallel: int = 1,
-                              capability: int | None = None) -> int:
+                              capability: int | None = None, read: bool = False) -> int:
     """Eq. (X1-X3) for a model: the bytes vLLM's MXFP4 MoE holds per device beyond the checkpoint's experts on the
     backend a GPU of CUDA compute capability ``capability`` selects (:func:`vllm_mxfp4_backend`; estimate/device.py
     ``weights_capability``, the one rule of the capability; None: not known, sized as on Hopper), at
     ``tensor_parallel`` (each rank's intermediate size I / TP); 0 unless the format is MXFP4 and the model has routed
     experts. The one rule estimate/inference/vllm.py adds to the weights it keeps resident and estimate/formats.py
-    ``rung_bytes`` ranks a vLLM rung by (whole model: TP 1)."""
+    ``rung_bytes`` ranks a vLLM rung by (whole model: TP 1). ``read``: eq. (X4)'s extra bytes a step reads over
+    all experts instead, the one rule estimate/speed.py adds to the routed experts' bytes a step reads."""
     moe = spec.moe
     if fmt != "mxfp4" or moe is None or not moe.num_experts:
         return 0
     layers = sum(1 for m in spec.moe_layers if m)
     return vllm_mxfp4_extra_bytes(vllm_mxfp4_backend(capability), layers, moe.num_experts, spec.hidden_size,
-                                  moe.expert_intermediate_size // tensor_parallel, moe.expert_bias)
+                                  moe.expert_intermediate_size // tensor_parallel, moe.expert_bias, read=read)

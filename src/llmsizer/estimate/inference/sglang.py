@@ -28,8 +28,9 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
 (3) ``max_total_num_tokens = kv_pool // cell_size // page_size x page_size`` (model_executor/pool_configurator.py:
     636-647) with ``cell_size = kv_heads per rank x (head_dim + v_head_dim) x layers x dtype bytes``
     (pool_configurator.py:492-498), the MLA latent for DeepSeek-style models; page_size 1, but 64 for a DeepSeek DSA
-    model on CUDA and for DeepSeek-V3 under trtllm_mla on compute capability 10.x (engines.py sglang_page_size), each
-    request then holding ceil(tokens / page_size) pages (utils/common.py:4859-4861).
+    model on CUDA and for DeepSeek-V3 under trtllm_mla and GPT-OSS under trtllm_mha on compute capability 10.x
+    (engines.py sglang_page_size), each request then holding ceil(tokens / page_size) pages (utils/common.py:
+    4859-4861).
 (4) ``max_running_requests = min(max(min(tokens / context_len x 512, 4096), 2048), tokens // 2)``
     (kv_cache_configurator.py:3119-3132), context_len = the model's context length.
 (4b) Hybrid models (Mamba / Gated DeltaNet layers; mem_cache/kv_cache_configurator.py:3039-3040 calls
@@ -412,8 +413,8 @@ def compose_sglang(ctx: Context) -> None:
               + E.SGLANG_DSA_LATENT_SOURCE))
     cell = per_device(int(one_token.bytes_per_token), share)
     pool_kind = swa_kv_pool(spec)
-    # SGLang's default page_size on CUDA is 1 (arg_groups/overrides.py:1341-1363 _page_size_default); a DSA model and
-    # DeepSeek-V3 under trtllm_mla get 64 (E.sglang_page_size): the pool is whole pages (eq. 3) and each request holds
+    # SGLang's default page_size on CUDA is 1 (arg_groups/overrides.py:1341-1363 _page_size_default); a DSA model,
+    # DeepSeek-V3 under trtllm_mla and GPT-OSS under trtllm_mha get 64 (E.sglang_page_size): the pool is whole pages (eq. 3) and each request holds
     # ceil(tokens / page) of them (utils/common.py:4859-4861 get_num_new_pages)
     page, page_why = E.sglang_page_size(spec, w.device, w.gpu_runtime, w.gpu_capability)
     if page != 1:
@@ -454,13 +455,12 @@ def compose_sglang(ctx: Context) -> None:
         swa_window = sglang_swa_window(spec)  # spec.sliding_window + need_extra = eq. (S4)'s tokens held
         need_extra = (swa_tokens_held(w.context, swa_window, E.SGLANG_SWA_EVICTION_INTERVAL, page)
                       - (spec.sliding_window or 0))
-        acc.assumptions.append(Assumption(
-            "sglang_page_size", page, True,
-            "SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363), the pools' alignment and eq. "
-            "(S4)'s 2 x page; not modelled: a backend that forces larger pages, e.g. GPT-OSS on sm100 (B200, GB200) "
-            "picks trtllm_mha (arg_groups/model_overrides/gpt_oss.py:31), whose page_size is then 64 (overrides.py:"
-            "1174-1187): each sequence holds window + 128 + 2 x 64 SWA tokens (383 for GPT-OSS's 127-token eviction window, not 257), so for "
-            "contexts of about 260-480 tokens SGLang admits fewer than shown (review21 D10)"))
+        if page == 1:  # a larger page has its own assumption above (E.sglang_page_size)
+            acc.assumptions.append(Assumption(
+                "sglang_page_size", page, True,
+                "SGLang's default page_size on CUDA (arg_groups/overrides.py:1341-1363), the pools' alignment and eq. "
+                "(S4)'s 2 x page; a backend that forces larger pages is applied where SGLang picks it by default "
+                "(GPT-OSS on compute capability 10.x: trtllm_mha, page 64, engines.py sglang_page_size)"))
     elif pool_kind is not None:
         acc.assumptions.append(Assumption(
             "sglang_kv_pool", "one pool (assumed)" if pool_kind[0] == "one_assumed" else "one pool", True,
@@ -585,11 +585,12 @@ def compose_sglang(ctx: Context) -> None:
         swa_room = max(0, swa_tokens - reserve_tokens) // swa_tokens_held(
             w.context, sglang_swa_window(spec), E.SGLANG_SWA_EVICTION_INTERVAL, page)
     fits_one = (0 if swa_no_start else
-                min(tokens // w.context, swa_room) if swa_room is not None else
+                min(tokens // paged_tokens(w.context, page), swa_room) if swa_room is not None else
                 hybrid_swa_admitted(tokens, swa_tokens, w.context, sglang_swa_window(spec),
                                     E.SGLANG_SWA_EVICTION_INTERVAL, page) if swa is not None
                 else tokens // paged_tokens(w.context, page))
-    bounds = [(fits_one, SWA_POOL if swa_room is not None and swa_room < tokens // w.context else "token pool"),
+    bounds = [(fits_one, SWA_POOL if swa_room is not None and swa_room < tokens // paged_tokens(w.context, page)
+               else "token pool"),
               (tokens // 2, "token pool (max_total_num_tokens // 2)")]
     if mamba_room is not None:
         bounds.append((mamba_room, MAMBA_POOL))
