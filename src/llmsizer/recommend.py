@@ -732,7 +732,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         differs = own is not None and own.tokens != found.tokens
         assumptions.append(Assumption("media_tokens", found.tokens, False, "image/video tokens per sequence, added "
                                       "to the context and the prompt (estimate/inference/media.py)"
-                                      + (f"; {own.tokens} on llama.cpp, whose own preprocessing sizes images "
+                                      + (f"; {own.tokens} on llama.cpp, whose own preprocessing sizes images and video "
                                          "(formulas/vision_tokens.py LLAMACPP_MTMD)" if differs and own else "")))
     if output_tokens == 0 and not c.max_ttft:
         assumptions.append(Assumption(

@@ -51,3 +51,24 @@ def test_max_context_says_the_image_tokens_per_sequence():
     assert reverse == {"max_context": text, "max_context_media_tokens": 2693}
     plain = json.loads(run_cli("infer", *common, "--json").stdout)["reverse"]
     assert plain == {"max_context": text + 2693}
+
+
+def test_video_on_llamacpp_counts_frames_by_its_image_rules_on_every_face():
+    """llama.cpp's mtmd takes video (mtmd-cli /video, llama-server input_video; tools/mtmd/mtmd-helper.cpp L504-511
+    @ 0c1e5709): 8 frames at 4/s are "Video:", F0, "[0m0.00s]", F1 .. F7, so [F0], (F1 F2), (F3 F4), (F5 F6), [F7] =
+    5 chunks of 1280x720 -> 46 x 26 = 1196 + 2 tokens; + 2 + 9 text tokens = 6001 (hand count in
+    tests/estimate/test_llamacpp_media_tokens.py)."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    r = run_cli("infer", "qwen2.5-vl-7b-instruct", "--video-frames", "8", "--video-size", "1280x720",
+                "--engine", "llamacpp", "--weights", "q4_k_m", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["details"]["video_tokens"] == 5 * 1198 + 2 + 9
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        w = client.post("/api/v1/infer", json={"model": "qwen2.5-vl-7b-instruct", "video_frames": 8,
+                                               "video_size": "1280x720", "engine": "llamacpp", "weights": "q4_k_m"})
+    assert w.status_code == 200, w.text
+    assert w.json()["details"]["video_tokens"] == 5 * 1198 + 2 + 9

@@ -53,3 +53,24 @@ def test_fit_and_plan_say_the_same_count():
                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=120)
     assert r2.returncode in (0, 1), r2.stderr
     assert f'"media_tokens": {LLAMACPP}' in r2.stdout.replace("\n", "")
+
+
+def test_llamacpp_video_frames_are_images_paired_between_timestamps():
+    """mtmd's video (tools/mtmd/mtmd-helper.cpp L597, L764-839, L858-862 @ 0c1e5709) at the default 4 frames/s gives
+    the parts "Video:", F0, "[0m0.00s]", F1 .. F20, "[0m5.00s]", F21 .. F40, "[0m10.00s]", F41, F42 for 43 frames;
+    mtmd.cpp L1108-1125 pairs only adjacent frames: [F0], 10 pairs, 10 pairs, 1 pair = 22 image chunks. 1280x720 on
+    Qwen2.5-VL: 1280 / 28 = 45.7 -> 46, 720 / 28 = 25.7 -> 26, 46 x 26 = 1196 tokens (inside 8 .. 4096) + 2
+    (<|vision_start|>, <|vision_end|>) = 1198 per chunk. Text: "Video" ":" = 2, "[0m0.00s]" = 9, "[0m5.00s]" = 9,
+    "[0m10.00s]" = 10 (one piece per character under the Qwen2 pre-tokenizer). 22 x 1198 + 30 = 26,386.
+    The transformers video processor (vLLM): 22 groups of 2 frames (43 padded to 44) at its video pixel bounds."""
+    cpp = estimate_inference(MODEL, video_frames=43, video_size=(1280, 720), engine="llamacpp", weights="q4_k_m",
+                             context=4096)
+    assert cpp.details["video_tokens"] == 22 * 1198 + 2 + 9 + 9 + 10
+    media = next(a for a in cpp.assumptions if a.name == "media")
+    assert "22 image chunks" in media.why and "llama.cpp" in media.why
+    assert next(a for a in cpp.assumptions if a.name == "video_fps").value == 4.0
+    vllm = estimate_inference(MODEL, video_frames=43, video_size=(1280, 720), engine="vllm", context=4096)
+    assert vllm.details["video_tokens"] != cpp.details["video_tokens"]
+    # the KV cache holds the text context + those tokens, as for images
+    text = estimate_inference(MODEL, engine="llamacpp", weights="q4_k_m", context=4096 + cpp.details["video_tokens"])
+    assert cpp.item("kv_cache").bytes == text.item("kv_cache").bytes

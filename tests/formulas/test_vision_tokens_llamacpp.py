@@ -25,7 +25,12 @@ from __future__ import annotations
 import pytest
 
 from llmsizer.errors import InputError
-from llmsizer.formulas.vision_tokens import LLAMACPP_MTMD, image_tokens
+from llmsizer.formulas.vision_tokens import (
+    LLAMACPP_MTMD,
+    image_tokens,
+    llamacpp_timestamp_tokens,
+    llamacpp_video_parts,
+)
 from llmsizer.specs import VisionSpec
 
 # the VisionSpecs of test_vision_tokens.py (each model's preprocessor_config / vision_config)
@@ -104,3 +109,13 @@ def test_gemma3_on_llamacpp_is_one_fixed_image(w, h):
     # the processor's pan-and-scan: 1920x1080 -> round(1.78) = 2 crops, each another 258
     if (w, h) == (1920, 1080):
         assert image_tokens(GEMMA3, w, h, pan_and_scan=True).tokens == 3 * 258
+
+
+def test_llamacpp_video_runs_and_timestamps():
+    """mtmd-helper.cpp L822-837 @ 0c1e5709 at 4 frames/s: frame k at k / 4 s; after frame 0, 20, 40, ... a timestamp
+    (0 s, 5 s, 10 s, ...), so 41 frames are [F0] | F1..F20 | F21..F40 and 3 timestamps; "[%dm%.2fs]" is one
+    token per character under the Qwen2 pre-tokenizer: "[0m5.00s]" 9, "[0m55.00s]" 10, 65 s "[1m5.00s]" 9."""
+    assert llamacpp_video_parts(41) == ([1, 20, 20], [0.0, 5000.0, 10000.0])
+    assert llamacpp_video_parts(1) == ([1], [0.0])
+    assert llamacpp_video_parts(3) == ([1, 2], [0.0])
+    assert [llamacpp_timestamp_tokens(ms) for ms in (0, 5000, 55000, 65000, 600000)] == [9, 9, 10, 9, 10]

@@ -68,6 +68,17 @@ the copy vendored in llama-cpp-python 0.3.36, paths under ``tools/mtmd/``) depar
   L1410-1482, L1556) are added: 144 x (tiles + 1) + 2.
 - Gemma 3: ``mtmd.cpp`` L738-745 ``mtmd_image_preprocessor_fixed_size`` (``mtmd-image.cpp`` L756-766): one
   896x896 image, 256 tokens between <start_of_image> and <end_of_image>, as the processor; no pan-and-scan.
+- Video (``llamacpp_video_tokens``; mtmd-cli ``/video``, llama-server's ``input_video`` content part; on by default,
+  ``CMakeLists.txt`` L3-10 ``MTMD_VIDEO``): ``mtmd-helper.cpp`` L764-795 decodes the frames with ffmpeg at
+  ``fps_target`` (default 4, L858-862) and hands each one on as an image bitmap marked mergeable (L787), so each frame
+  is resized by the image rules above (the token bounds 8 .. 4096, not the video processor's pixel bounds). The lazy
+  callback (L800-839) first returns the text "Video:" (L597, L814-819), then the frames, and after any frame whose
+  time (frame / fps) reaches the next multiple of ``timestamp_interval_ms`` (default 5000) a text ``"[%dm%.2fs]"``
+  (L826-837). For Qwen2-VL / Qwen2.5-VL / Qwen3-VL ``clip_model_n_temporal_merge`` is 2 (``clip.cpp`` L6092-6101):
+  ``mtmd_group_mergeable_bitmaps`` (``mtmd.cpp`` L1108-1125) pairs each frame with the next part when that is also a
+  frame (a timestamp between them breaks the pair), and each pair or lone frame is one image chunk of one frame's
+  tokens (L1501-1508) between <|vision_start|> and <|vision_end|> (L1360-1362, L1556). No "<t seconds>" timestamps
+  (Qwen3-VL's processor), and the model's video processor bounds do not apply.
 """
 
 from __future__ import annotations
@@ -229,6 +240,60 @@ def qwen3_vl_timestamps(frames: int, temporal: int, fps: float = QWEN3_VL_VIDEO_
     idx = list(range(frames))
     idx += [idx[-1]] * (-frames % temporal)
     return [(idx[i] / fps + idx[i + temporal - 1] / fps) / 2 for i in range(0, len(idx), temporal)]
+
+
+# llama.cpp's mtmd video defaults (tools/mtmd/mtmd-helper.cpp L858-862 @ 0c1e5709,
+# mtmd_helper_video_init_params_default): frames sampled per second, and a timestamp text every this many ms
+LLAMACPP_VIDEO_FPS = 4.0
+LLAMACPP_VIDEO_STAMP_MS = 5000
+# the text "Video:" the helper writes before the first frame (mtmd-helper.cpp L597): the Qwen2 pre-tokenizer
+# (qwen2/tokenization_qwen2.py L33 PRETOKENIZE_REGEX) makes "Video" and ":" two pieces, each one vocabulary entry
+LLAMACPP_VIDEO_PREFIX_TOKENS = 2
+
+
+def llamacpp_timestamp_tokens(ms: float) -> int:
+    """Text tokens of mtmd's ``"[%dm%.2fs]"`` timestamp (``mtmd-helper.cpp`` L830-835): the Qwen2 pre-tokenizer makes
+    "[", each digit, "m", ".", "s" and "]" separate pieces, one vocabulary entry each (``[0m5.00s]`` = 9)."""
+    minutes = int(ms / 1000 / 60)
+    text = f"[{minutes}m{ms / 1000 - minutes * 60:.2f}s]"
+    return len(text)  # every character is its own piece
+
+
+def llamacpp_video_parts(frames: int, fps: float = LLAMACPP_VIDEO_FPS,
+                         stamp_ms: int = LLAMACPP_VIDEO_STAMP_MS) -> tuple[list[int], list[float]]:
+    """The runs of consecutive frames mtmd's video callback returns between its timestamp texts, and the times [ms]
+    of those timestamps (``mtmd-helper.cpp`` L822-837: after frame k, whose time is k / fps, a timestamp when that
+    time reaches the next multiple of ``stamp_ms``)."""
+    runs, stamps, run, next_ms = [], [], 0, 0.0
+    for k in range(frames):
+        run += 1
+        elapsed = _f32(_f32(k / fps) * 1000.0)
+        if stamp_ms > 0 and elapsed >= next_ms:
+            runs.append(run)
+            stamps.append(elapsed)
+            run = 0
+            next_ms += stamp_ms
+    if run:
+        runs.append(run)
+    return runs, stamps
+
+
+def llamacpp_video_tokens(v: VisionSpec, frames: int, width: int, height: int,
+                          rules: ImageRules) -> MediaTokens:
+    """Context tokens of one video of ``frames`` frames of ``width`` x ``height`` on llama.cpp's mtmd (module
+    docstring): each frame is an image by ``rules``; consecutive frames pair up (temporal merge 2) into one image
+    chunk of one frame's tokens; plus "Video:" and the timestamps, which are text."""
+    if v.token_rule not in ("qwen2_vl", "qwen3_vl"):
+        raise InputError("this model takes no video input (its processor has no video rule)")
+    per = image_tokens(v, width, height, rules=rules)  # one frame: its merged tokens + <|vision_start|>, <|vision_end|>
+    runs, stamps = llamacpp_video_parts(frames)
+    chunks = sum(-(-r // 2) for r in runs)  # mtmd_group_mergeable_bitmaps: pairs within each run of frames
+    text = LLAMACPP_VIDEO_PREFIX_TOKENS + sum(llamacpp_timestamp_tokens(ms) for ms in stamps)
+    return MediaTokens(chunks * per.tokens + text, 0, chunks, per.encoder_patches,
+                       f"{frames} frames ({LLAMACPP_VIDEO_FPS:g} per second) -> {chunks} image chunks of 1-2 frames "
+                       f"(llama.cpp pairs frames; a timestamp breaks a pair), each {per.detail}, {per.tokens} "
+                       f"with <|vision_start|>/<|vision_end|>; + {text} text tokens (\"Video:\", {len(stamps)} "
+                       "timestamps)", per.encoder_grid)
 
 
 def llama4_canvas(height: int, width: int, tile: int, max_tiles: int) -> tuple[int, int]:

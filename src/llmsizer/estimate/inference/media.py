@@ -21,11 +21,13 @@ from ...formulas.vision_compute import media_encoder_flops
 from ...formulas.vision_tokens import (
     DELIMITERS,
     LLAMACPP_MTMD,
+    LLAMACPP_VIDEO_FPS,
     QWEN3_VL_VIDEO_FPS,
     TRANSFORMERS_PROCESSOR,
     ImageRules,
     MediaTokens,
     image_tokens,
+    llamacpp_video_tokens,
     video_tokens,
 )
 from ...numbers import TOKENS
@@ -115,9 +117,16 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         if not v.video_max_pixels:
             raise InputError(f"model {spec.name!r} takes no video input (its processor has no video rule)")
         fw, fh = _size(spec, w.video_size, "video", "--video-size", notes)
-        per = video_tokens(v, w.video_frames, fw, fh)
-        parts.append((f"1 video of {w.video_frames} frames of {fw}x{fh}", 1, per, TRANSFORMERS_PROCESSOR.source))
-        if v.token_rule == "qwen3_vl":
+        if rules.qwen_tokens is not None:  # llama.cpp: every frame an image by its rules (vision_tokens.py)
+            per = llamacpp_video_tokens(v, w.video_frames, fw, fh, rules)
+            notes.assumptions.append(Assumption(
+                "video_fps", LLAMACPP_VIDEO_FPS, True, "frames taken as sampled at llama.cpp's default --video-fps "
+                "(frames per second): the frame times its \"[XmY.YYs]\" timestamps, every 5 s, are written from "
+                "(formulas/vision_tokens.py llamacpp_video_parts)"))
+        else:
+            per = video_tokens(v, w.video_frames, fw, fh)
+        parts.append((f"1 video of {w.video_frames} frames of {fw}x{fh}", 1, per, rules.source))
+        if v.token_rule == "qwen3_vl" and rules.qwen_tokens is None:
             notes.assumptions.append(Assumption(
                 "video_fps", QWEN3_VL_VIDEO_FPS, True, "frames taken as sampled at the video processor's rate "
                 "(frames per second): the frame times its per-group \"<t seconds>\" timestamps are written from "
