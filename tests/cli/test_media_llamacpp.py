@@ -44,11 +44,23 @@ def test_max_context_says_the_image_tokens_per_sequence():
     code, out, err = run("infer", *common, "--images", "1", "--image-size", "1920x1080")
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.startswith("largest context that fits"))
-    assert " text tokens + 2,693 image tokens per sequence at concurrency 1" in line, line
+    assert line.endswith(" text tokens at concurrency 1"), line
     text = int(line.split(": ")[1].split(" ")[0].replace(",", ""))
+    note = (f"note: the largest context that fits counts text tokens: each sequence also holds 2,693 image tokens, "
+            f"{text + 2693:,} tokens in all")
+    assert any(x.startswith(note) for x in out.splitlines()), out
     r = run_cli("infer", *common, "--images", "1", "--image-size", "1920x1080", "--json")
-    reverse = json.loads(r.stdout)["reverse"]
-    assert reverse == {"max_context": text, "max_context_media_tokens": 2693}
+    data = json.loads(r.stdout)
+    assert data["reverse"] == {"max_context": text, "max_context_media_tokens": 2693}
+    assert any(n.startswith(note[len("note: "):]) for n in data["reverse_notes"]), data["reverse_notes"]
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    with TestClient(create_app(), raise_server_exceptions=False) as client:  # the page prints the same notes
+        web = client.post("/api/v1/infer", json={"model": "qwen2.5-vl-7b-instruct", "memory": "24GiB", "images": 1,
+                                                 "image_size": "1920x1080", "max_context": True}).json()
+    assert web["reverse_notes"] == data["reverse_notes"], web
     plain = json.loads(run_cli("infer", *common, "--json").stdout)["reverse"]
     assert plain == {"max_context": text + 2693}
 

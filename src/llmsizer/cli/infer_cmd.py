@@ -112,8 +112,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if "max_context" in reverse:
         # the exact count, as `train --max-seq` says it: "40.19K" (decimal) read back as --context 40k (= 40,960:
         # k is 1024 for tokens) would not fit
-        media = reverse.get("max_context_media_tokens")
-        plus = f" text tokens + {media:,} {_media_words(workload)} tokens per sequence" if media else " tokens"
+        # with images, the count is text tokens: the core's reverse note (below) says what each sequence adds
+        plus = " text tokens" if reverse.get("max_context_media_tokens") else " tokens"
         say(f"largest context that fits: {reverse['max_context']:,}{plus} at concurrency {workload.concurrency}"
             if reverse["max_context"] else
             f"no context fits: even {max(1, workload.output_tokens or 0):,} token(s) (the shortest context, which "
@@ -125,8 +125,3 @@ def cmd_infer(args: argparse.Namespace) -> int:
     for note in data.get("reverse_notes", ()):  # the core's (estimate/inference/reverse.py reverse_notes)
         say(f"note: {note}")
     return code
-
-
-def _media_words(w: InferenceWorkload) -> str:
-    """What the media tokens of ``w`` are: image, video or image and video."""
-    return " and ".join(k for k, n in (("image", w.images), ("video", w.video_frames)) if n)

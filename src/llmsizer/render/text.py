@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..estimate.verdict import MAMBA_POOL, binding_pool
-from ..result import Estimate
+from ..result import Estimate, Location
 from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes, format_count
 
@@ -55,9 +55,11 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
         lo, mid, hi = it.range
         rng = "" if lo == mid == hi else f"{format_bytes(lo)} - {format_bytes(hi)}"
         rows.append([it.name, it.location, format_bytes(mid), rng, it.formula if verbose else _short(it.formula)])
-    for loc in ("device", "host"):  # the first TOTAL row is est.headline()'s (device when any, else host)
+    first = est.headline()[0]  # the first TOTAL row is the headline's (device when any, else host)
+    order: tuple[Location, ...] = (first, "host") if first == "device" else (first, "device")
+    for loc in order:
         if any(i.location == loc for i in est.items):
-            lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
+            lo, mid, hi = est.total(loc)
             rows.append([f"TOTAL {est.total_label(loc)}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
     out.append(table(rows, ["component", "where", "expected", "range", "how"]))
     out += estimate_facts(est)

@@ -110,6 +110,12 @@ def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> li
     and its ``--json`` (and so the web API) carries as ``reverse_notes``."""
     notes = []
     context = reverse.get("max_context")
+    media = est.details.get("media_tokens")
+    if context and media:  # media.py: the images' / video's tokens sit in every sequence beside the text
+        kinds = " and ".join(k for k, key in (("image", "image_tokens_each"), ("video", "video_tokens"))
+                             if key in est.details)
+        notes.append(f"the largest context that fits counts text tokens: each sequence also holds {int(media):,} "
+                     f"{kinds} tokens, {context + int(media):,} tokens in all (estimate/inference/media.py)")
     if context:
         if context >= TOKENS.high:  # the search's upper end (the largest context an input may state), not memory's
             notes.append(f"the largest context that fits ({context:,} tokens) is the largest context an input may "

@@ -287,7 +287,7 @@ function render(d) {
   }
   const box = $("bar-box");
   box.querySelector("svg")?.remove();
-  box.prepend(memoryBars("memory", `${d.model}: memory ${d.totals.device?.scope ?? "per device"}`, rows));
+  box.prepend(memoryBars("memory", `${d.model}: memory ${d.headline.scope}`, rows));
 
   const tbody = $("breakdown").tBodies[0];
   tbody.replaceChildren(...d.items.map((it) => el("tr", { "data-name": it.name },
