@@ -42,3 +42,14 @@ def test_capability_gates(engine: str, device: str, refused: bool) -> None:
 def test_below_blackwell_it_runs_as_weight_only_marlin(device: str, marlin: bool) -> None:
     est = estimate_inference(MODEL, engine="vllm", device=device, tensor_parallel=8)
     assert any("weight-only FP4 Marlin" in w for w in est.warnings) == marlin
+
+
+@pytest.mark.parametrize(("engine", "warned"), [("vllm", True), ("sglang", False)])
+def test_vllm_on_an_amd_gpu_says_it_emulates(engine: str, warned: bool) -> None:
+    """vLLM picks NvFp4LinearBackend.EMULATION on ROCm (vllm-project/vllm pull 35733, merged 2026-03: NVFP4 dense
+    models on MI300 / MI355X through emulation): the estimate says so; the weight bytes are the same as on a B200."""
+    on_amd = estimate_inference(MODEL, engine=engine, device="mi300x", tensor_parallel=2)
+    on_b200 = estimate_inference(MODEL, engine=engine, device="b200", tensor_parallel=2)
+    assert any("emulation backend" in w for w in on_amd.warnings) == warned, on_amd.warnings
+    assert not any("emulation backend" in w for w in on_b200.warnings)
+    assert on_amd.item("weights").bytes == on_b200.item("weights").bytes

@@ -242,7 +242,16 @@ NVFP4_NATIVE_CAPABILITY = 100
 
 def nvfp4_kernel_note(engine: str, fmt: str, device: Device) -> str | None:
     """A warning when ``engine`` (vLLM, SGLang) runs NVFP4 weights on a GPU below compute capability 10.0: weight-only
-    FP4 Marlin (:data:`NVFP4_NATIVE_CAPABILITY`); None otherwise or where the capability is not known."""
+    FP4 Marlin (:data:`NVFP4_NATIVE_CAPABILITY`); vLLM on an AMD GPU: its emulation backend; None otherwise or where
+    the capability is not known."""
+    from .device import gpu_runtime  # device.py imports this module: the one runtime rule, read at call time
+
+    if fmt == "nvfp4" and engine == "vllm" and gpu_runtime(device) == "rocm":
+        # vLLM on ROCm: NvFp4LinearBackend.EMULATION by default (vllm-project/vllm pull 35733, merged 2026-03:
+        # "NVFP4 dense models ... on AMD Instinct MI300, MI355X ... through emulation"); the bytes are the same
+        return (f"vLLM runs NVFP4 on {device.id} (ROCm) through its emulation backend (vllm pull 35733: dense "
+                "linears dequantized to 16-bit for each matmul): the same weight bytes, 16-bit matmuls; its NVFP4 "
+                "MoE experts on ROCm are not in that change")
     have = device.capability
     if fmt != "nvfp4" or engine not in NVFP4_ENGINES or have is None or have >= NVFP4_NATIVE_CAPABILITY:
         return None
