@@ -122,10 +122,13 @@ def run_worker(job: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT, python:
         capped = job.get("settings", {}).get("memory_cap") is not None
         # SIGKILL: the kernel's OOM killer. SIGABRT under a RLIMIT_DATA cap: native code whose allocation failed
         # aborts (an uncaught std::bad_alloc calls std::terminate; a thread pool that cannot map a stack aborts).
-        oom = sig == 9 or (sig == 6 and capped)
+        # SIGSEGV under the cap: native code that uses a failed allocation's NULL (malloc's failure under
+        # RLIMIT_DATA, setrlimit(2)) instead of checking it -- seen in this project's CI on the 40 MiB real-cap test
+        oom = sig == 9 or (sig in (6, 11) and capped)
         status = "oom" if oom else "error"
+        name = {6: "SIGABRT", 11: "SIGSEGV"}.get(sig, f"signal {sig}")
         why = (" (SIGKILL: most likely the kernel's out-of-memory killer)" if sig == 9 else
-               " (SIGABRT under the memory cap: an allocation in native code failed)" if oom else "")
+               f" ({name} under the memory cap: an allocation in native code failed)" if oom else "")
         return {"status": status, "oom_at": "unknown step" if oom else None,
                 "error": f"the worker was killed by signal {sig}{why}", "stderr_tail": "".join(err_tail)[-2000:]}
     return {"status": "error", "error": f"the worker exited with code {proc.returncode} and no result",
