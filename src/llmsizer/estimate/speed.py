@@ -416,7 +416,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(
         spec, bytes_fmt, group_size, other_bytes, serving_fused_experts(spec, engine, bytes_fmt), engine, capability)
     # vLLM's MXFP4 MoE kernels read each routed expert at their backend's padded sizes (formulas/vllm_mxfp4.py eq.
-    # X4, the backend of the same capability the memory estimate sizes): the routed experts' bytes a step reads
+    # X4, the backend of the same capability the memory estimate sizes): the routed experts' bytes a step reads, here
+    # at tensor parallel 1; a layout of tp ranks reads each rank's own padded shards (speed_layout.mxfp4_rank_read)
     mx_read = vllm_mxfp4_resident_extra(spec, bytes_fmt, 1, capability, read=True) \
         if engine == "vllm" and weights_format != "file" else 0
     if mx_read:
@@ -430,7 +431,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             "mxfp4_expert_read", backend, True,
             f"vLLM's {backend} MXFP4 MoE kernels run at hidden {hp}, intermediate {ip} (the padded sizes they are "
             f"created at): a step reads {mx_read / 2**30:.3f} GiB more over all experts than the checkpoint's, "
-            "in its routed share (formulas/vllm_mxfp4.py eq. X4)"))
+            "in its routed share (formulas/vllm_mxfp4.py eq. X4); under tensor parallelism each rank's intermediate "
+            "I / TP padded alike"))
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
@@ -488,7 +490,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                        identical_sequences, state_dtypes, ubatch, flash_attention, kv_unified, engine, engine_version,
                        allreduce_latency, llamacpp_int8_mmq, group_size, other_bytes, encoder_flops, fmt, bytes_fmt,
                        dtype, act_bytes, peak, peak_key, bw, ce, be, bw_factor, kernel_floor, step_fixed, host_step,
-                       launch_host, prefill_host, eager_traffic, hf_cache, capability, pc, wb, matmul_params,
+                       launch_host, prefill_host, eager_traffic, hf_cache, capability, pc, wb, mx_read, matmul_params,
                        read_bytes, matmul_parts, unread, t5, expert_bytes, head_component, head_params, width,
                        repeated_kv, pre, post, settled, decoded, path, llamacpp, unified, ub, repeats, eager_scores,
                        score_layers, decode_loop_kernels, engine_host)

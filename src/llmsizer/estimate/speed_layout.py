@@ -6,6 +6,7 @@ unfused attention, eager transformers' prefill traffic, the range bands). No ari
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
@@ -21,6 +22,7 @@ from ..formulas.tensor_parallel import (
     shard_weights,
     transformers_plan_collectives,
 )
+from ..formulas.vllm_mxfp4 import vllm_mxfp4_backend, vllm_mxfp4_padded_sizes, vllm_mxfp4_resident_extra
 from ..formulas.weight_formats import WeightBytes
 from ..result import Assumption
 from ..specs import ModelSpec
@@ -327,6 +329,33 @@ def llamacpp_kv_assumptions(s: SpeedSetup, concurrency: int, assumptions: list[A
                if scan else "")))
 
 
+def mxfp4_rank_read(s: SpeedSetup, wb_dev: WeightBytes, tp: int,
+                    assumptions: list[Assumption]) -> WeightBytes:
+    """A rank's bytes under vLLM's MXFP4 MoE at ``tp`` > 1 ranks: FusedMoE splits the intermediate size first
+    (I / TP, vllm 0.19.1 model_executor/layers/fused_moe/layer.py:425-426) and the backend then pads that
+    per-rank size (layer.py:536-547 -> oracle/mxfp4.py:376-400), so each rank reads eq. X4's extra of its own padded
+    shard (formulas/vllm_mxfp4.py ``vllm_mxfp4_resident_extra`` at ``tp``, the memory estimate's one rule), not
+    1 / tp of the tensor-parallel-1 extra ``shard_weights`` split off ``s.wb`` (gpt-oss Marlin at TP 2: 1440 -> 1536,
+    not 2944 / 2). The difference goes to the rank's experts and total."""
+    rank = vllm_mxfp4_resident_extra(s.spec, s.bytes_fmt, tp, s.capability, read=True)
+    delta = round(rank - s.mx_read / tp)
+    moe = s.spec.moe
+    if moe is not None:
+        backend = vllm_mxfp4_backend(s.capability)
+        hp, ip = vllm_mxfp4_padded_sizes(backend, s.spec.hidden_size, moe.expert_intermediate_size // tp)
+        assumptions.append(Assumption(
+            "mxfp4_expert_read_per_rank", f"{backend}, TP {tp}", True,
+            f"each of {tp} ranks runs its experts at hidden {hp}, intermediate {ip} (I / TP = "
+            f"{moe.expert_intermediate_size // tp} padded by the backend): it reads {rank / 2**30:.3f} GiB more over "
+            f"all its expert shards than its checkpoint share ({delta / 2**30:+.3f} GiB against 1 / {tp} of the TP-1 "
+            "extra; formulas/vllm_mxfp4.py eq. X4)"))
+    if not delta:
+        return wb_dev
+    comp = wb_dev.by_component
+    return replace(wb_dev, total=wb_dev.total + delta,
+                   by_component={**comp, "experts": comp.get("experts", 0) + delta})
+
+
 def layout_shares(s: SpeedSetup, wb_dev: WeightBytes, tp: int, concurrency: int, comm: Collectives,
                   assumptions: list[Assumption]) -> Layout:
     """The layout record of ``tp`` devices holding ``wb_dev`` each: their shares of the weights, K/V and attention
@@ -371,6 +400,8 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     assumptions += s.post
     wb_dev = shard_weights(spec, s.wb, tp, s.act_bytes, s.engine, s.group_size,
                            serving_fused_experts(spec, s.engine, s.bytes_fmt), s.other_bytes, s.capability)
+    if s.mx_read and tp > 1:  # vLLM MXFP4: each rank's own padded expert shards (eq. X4 per rank)
+        wb_dev = mxfp4_rank_read(s, wb_dev, tp, assumptions)
     comm = layout_collectives(s, count, tp, concurrency, link_bandwidth, nvlink_mesh, warnings)
     lay = layout_shares(s, wb_dev, tp, concurrency, comm, assumptions)
     if not decode_only:

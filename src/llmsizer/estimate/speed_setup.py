@@ -65,6 +65,7 @@ class SpeedSetup:
     capability: int | None  # device_weights_capability
     pc: ParamCounts
     wb: WeightBytes
+    mx_read: int  # vLLM MXFP4: eq. X4's extra bytes in wb's experts, at tensor parallel 1 (0 elsewhere)
     matmul_params: int
     read_bytes: int
     matmul_parts: dict[str, float]

@@ -68,6 +68,18 @@ counted (whether its tiles load them was not checked; gpt-oss's 2880 fills its 6
 
     read = R(H_p, I_p, b) per routed expert (triton: H_p = H)                                       (X4)
 
+Under tensor parallelism every rank creates its experts at its own padded sizes: FusedMoE divides I first
+(``intermediate_size_per_partition = intermediate_size // tp_size``, fused_moe/layer.py:425-426) and the backend
+rounds that per-rank size (layer.py:536-547; the checkpoint loader hands a rank ceil(I / 32 / TP) scale groups,
+models/gpt_oss.py:366-375, which fit inside it), so X1-X4 take I / TP for I, per rank: gpt-oss's 2880 gives
+(H_p, I_p) per rank of Marlin (3072, 2944 / 1536 / 768 / 384) at TP 1 / 2 / 4 / 8, Triton (2880, 2880 / 1472 / 768 /
+384), TRT-LLM (3072, 3072 / 1536 / 768 / 512): not 1 / TP of the single GPU's padding (the speed model's rank
+reads, estimate/speed_layout.py ``mxfp4_rank_read``). The Triton values' Hopper swizzle is taken as padding nothing
+(16-row x 32-byte tiles divide every per-rank matrix above); a later triton_kernels rounds the packed value matrix
+up to 64 x 256 B (triton-lang/triton hopper_value.py ``_padded_shape`` @000df03e), which read so would add ~0.53 GiB
+to gpt-oss-20b at TP 1, absent from the logged load X1 is checked against: not modelled (which triton_kernels a
+vLLM 0.19.1 install runs is not pinned by its wheel).
+
 Checked: X1 against vLLM's "Model loading took" (torch's allocated bytes after the
 load, vllm/platforms/cuda.py get_current_memory_usage): gpt-oss-20b 13.47 GiB on one H100 (llm-d
 empirical-vllm-memory-results.md, validation/vllm_startup_logs.csv VL02), gpt-oss-120b 64.38 GiB
