@@ -7,7 +7,7 @@ output:
 
   FusedMoE splits the intermediate size first, ``intermediate_size_per_partition = intermediate_size // tp_size``
   (model_executor/layers/fused_moe/layer.py:425-426), then the quant method rounds that per-rank size and the hidden
-  size (layer.py:536-547 -> quantization/mxfp4.py:122-136 -> fused_moe/oracle/mxfp4.py:376-400
+  size (layer.py:536-547 -> quantization/mxfp4.py:121-136 -> fused_moe/oracle/mxfp4.py:376-400
   ``mxfp4_round_up_hidden_size_and_intermediate_size``): Marlin I to 128 and H to 256, FlashInfer TRT-LLM both to
   256, Triton I to 64 (H unpadded); create_weights makes every rank's expert tensors at those sizes
   (quantization/mxfp4.py:157-229). The checkpoint's loader hands a rank ceil(90 / tp) scale groups of I
