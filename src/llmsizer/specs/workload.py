@@ -551,7 +551,8 @@ class InferenceWorkload:
         bounds = [n for n in ("image_min_tokens", "image_max_tokens") if getattr(self, n) is not None]
         if bounds and not self.images and not self.video_frames:
             raise FieldError(bounds[0], also=(*bounds[1:], "images", "video_frames"), message=(
-                f"{' and '.join(bounds)} bound the tokens of each image or video frame, and none is given: set "
+                f"{' and '.join(bounds)} bound{'' if len(bounds) > 1 else 's'} the tokens of each image or video "
+                "frame, and none is given: set "
                 "images or video_frames"))
         if len(bounds) == 2 and self.image_min_tokens > self.image_max_tokens:  # type: ignore[operator]
             # llama.cpp refuses to load the projector then (tools/mtmd/clip.cpp L2057-2059 @ 0c1e5709)
