@@ -548,13 +548,8 @@ class InferenceWorkload:
             raise InputError(f"pan_and_scan: {not_true_or_false(self.pan_and_scan)}")
         if self.pan_and_scan and not self.images:
             raise FieldError("pan_and_scan", "pan_and_scan is set but images is 0; give the number of images per sequence")
-        bounds = [n for n in ("image_min_tokens", "image_max_tokens") if getattr(self, n) is not None]
-        if bounds and not self.images and not self.video_frames:
-            raise FieldError(bounds[0], also=(*bounds[1:], "images", "video_frames"), message=(
-                f"{' and '.join(bounds)} bound{'' if len(bounds) > 1 else 's'} the tokens of each image or video "
-                "frame, and none is given: set "
-                "images or video_frames"))
-        if len(bounds) == 2 and self.image_min_tokens > self.image_max_tokens:  # type: ignore[operator]
+        if self.image_min_tokens is not None and self.image_max_tokens is not None and \
+                self.image_min_tokens > self.image_max_tokens:
             # llama.cpp refuses to load the projector then (tools/mtmd/clip.cpp L2057-2059 @ 0c1e5709)
             raise FieldError("image_min_tokens", also=("image_max_tokens",), message=(
                 f"image_min_tokens ({self.image_min_tokens}) is above image_max_tokens ({self.image_max_tokens}): "

@@ -135,6 +135,11 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     """What ``w``'s images and video add to each sequence (None: none given). One-line InputError for a model
     without a vision encoder, a video on an image-only model, or a missing size a rule needs."""
     if not w.images and not w.video_frames:
+        bounds = [name for name, *_ in _BOUNDS if getattr(w, name) is not None]
+        if bounds:  # llama.cpp's per-image bounds with no image: refused, not ignored
+            raise FieldError(bounds[0], also=(*bounds[1:], "images", "video_frames"), message=(
+                f"{' and '.join(bounds)} bound{'' if len(bounds) > 1 else 's'} the tokens of each image or video "
+                "frame, and none is given: set images or video_frames"))
         return None
     v = spec.vision
     if v is None:
