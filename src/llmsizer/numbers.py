@@ -138,6 +138,10 @@ PIXELS = Range(1, 2**16, True, "image side, patch side or channels of a vision e
 IMAGE_AREA = Range(0, 2**32, True, "pixels of an image or video; 0 means no bound given")
 IMAGES = Range(0, 4096, True, "images per sequence; published models accept at most a few hundred")
 VIDEO_FRAMES = Range(0, 2**16, True, "sampled video frames per sequence; Qwen2-VL samples at most 768")
+# llama.cpp --image-min-tokens / --image-max-tokens (common/arg.cpp L2637-2650 @ 0c1e5709): merged tokens per image of a
+# dynamic-resolution model; llama.cpp reads a value <= 0 as "the model's default" (tools/mtmd/clip.cpp L210-215), so
+# 0 is refused here (omit the flag); 2^20 tokens x (16 x 2)^2 pixels stays inside clip's int32 image_max_pixels
+IMAGE_TOKENS = Range(1, 2**20, True, "llama.cpp image tokens per image; omit the flag for the model's default")
 
 
 class NumberError(InputError):

@@ -31,6 +31,7 @@ from ..numbers import (
     GPU_LAYERS,
     GROUP_SIZE,
     HEADROOM,
+    IMAGE_TOKENS,
     IMAGES,
     LLAMACPP_GPUS,
     LORA_ALPHA,
@@ -269,6 +270,11 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                         "are replicas) (default: by free memory, equal for identical GPUs)")
     g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(CPU_MOE_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
+    for bound, default in (("min", 8), ("max", 4096)):
+        g.add_argument(f"--image-{bound}-tokens", type=int_arg(IMAGE_TOKENS), metavar="N",
+                       help=f"llama.cpp: {bound}imum tokens per image (and video frame) of a dynamic-resolution "
+                            f"model (Qwen2/2.5/3-VL), as llama-server's flag (default: the model's, {default}; "
+                            "refused for a fixed-size or tiled model, which llama.cpp does not read it for)")
     add_media_args(g)
 
 
@@ -306,7 +312,7 @@ INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dt
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "allow_long_context", "gpus",
                     "split_mode",
-                    "tensor_split", "n_cpu_moe", "metric") + MEDIA_FIELDS
+                    "tensor_split", "n_cpu_moe", "image_min_tokens", "image_max_tokens", "metric") + MEDIA_FIELDS
 
 
 def inference_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -1801,6 +1801,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if "media_tokens" in d:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
+        # llama.cpp's --image-min/max-tokens as the estimate applied them (estimate/inference/media.py token_bounds)
+        assumptions.extend(a for a in est.assumptions if a.name in ("image_min_tokens", "image_max_tokens"))
     fmt = str(d.get("weights_format"))  # (refused or not: checked on the first estimate sized, the same format at every t)
     est_names = list(map(_NAME, est.assumptions))  # (picked in C: fit_memory runs once per rung of a catalog search)
     dtype_note = engine_dtype_note(eng, fmt, str(est.assumptions[est_names.index("dtype")].value) if "dtype" in est_names else "",

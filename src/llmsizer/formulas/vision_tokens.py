@@ -58,6 +58,11 @@ the copy vendored in llama-cpp-python 0.3.36, paths under ``tools/mtmd/``) depar
   (L122-157): ``smart_resize`` in float32 with C++ ``std::round`` (half away from zero, where Python's ``round`` takes
   half to even); tokens = (W / patch / 2) x (H / patch / 2) (``clip.cpp`` L4190-4206), between <|vision_start|> and
   <|vision_end|> (``mtmd.cpp`` L694-704). So a 4000x3000 image is 4,015 + 2 tokens, not the processor's 15,301 + 2.
+  llama-server / mtmd-cli's ``--image-min-tokens N`` / ``--image-max-tokens N`` (``common/arg.cpp`` L2637-2650,
+  default -1: the model's) reach ``hparams.custom_image_min/max_tokens`` when positive (``clip.cpp`` L210-215) and
+  replace 8 / 4096 in ``set_limit_image_tokens`` (``clip-model.h`` L192-196), so ``ImageRules.qwen_tokens`` carries
+  them (estimate/inference/media.py ``token_bounds``); a maximum below the minimum fails the load (``clip.cpp``
+  L2057-2059). Gemma 3 (fixed size) and Llama 4 (tiles) never call it: the flags are not read there.
 - Llama 4: ``clip.cpp`` L1788-1794 ``set_llava_uhd_res_candidates(model, 3)`` (L3962-3975: every x x y canvas of
   336-px tiles, x, y in 1..3, but 1x1) and ``mtmd.cpp`` L767-776 ``mtmd_image_preprocessor_llava_uhd``: an image
   with no side over 336 px is one 336x336 tile; a larger one is resized onto the candidate that keeps the most of

@@ -21,6 +21,7 @@ from ..numbers import (
     GPU_LAYERS,
     HEADROOM,
     HOURS_PER_DAY,
+    IMAGE_TOKENS,
     IMAGES,
     LORA_ALPHA,
     LORA_RANK,
@@ -475,6 +476,12 @@ INFERENCE = (
           "machines are replicas) (default: by free memory, equal for identical GPUs)", [3, 1], template=False),
         F("n_cpu_moe", "int", "llama.cpp --n-cpu-moe: keep the MoE expert tensors of the first N layers in host "
           "memory", 8, bounds=CPU_MOE_LAYERS, template=False),
+        F("image_min_tokens", "int", "llama.cpp --image-min-tokens: fewest tokens per image (and video frame) of a "
+          "dynamic-resolution model, Qwen2/2.5/3-VL (default: the model's, 8)", 1024, bounds=IMAGE_TOKENS,
+          template=False),
+        F("image_max_tokens", "int", "llama.cpp --image-max-tokens: most tokens per image (and video frame) of a "
+          "dynamic-resolution model, Qwen2/2.5/3-VL (default: the model's, 4096)", 1024, bounds=IMAGE_TOKENS,
+          template=False),
         F("n_gpu_layers", "int", "llama.cpp -ngl: layers offloaded to the GPUs, the output layer counting as the "
           "last, as `fit -ngl` and the flags `fit --auto` prints (default: all)", 36, bounds=GPU_LAYERS,
           template=False),

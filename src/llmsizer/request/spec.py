@@ -233,6 +233,8 @@ class EngineSettings:
     split_mode: str | None = None  # llama.cpp -sm
     tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts
     n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe
+    image_min_tokens: int | None = None  # llama.cpp --image-min-tokens (a dynamic-resolution model's images)
+    image_max_tokens: int | None = None  # llama.cpp --image-max-tokens
     n_gpu_layers: int | None = None  # llama.cpp -ngl (the output layer counting as the last)
     n_ubatch: int | None = None  # llama.cpp -ub (CLI --ubatch)
     mem_fraction_static: float | None = None  # SGLang --mem-fraction-static

@@ -22,6 +22,7 @@ from ..numbers import (
     GPU_LAYERS,
     GROUP_SIZE,
     HEADROOM,
+    IMAGE_TOKENS,
     IMAGES,
     LLAMACPP_GPUS,
     MEMORY_RATIO,
@@ -102,6 +103,9 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     # transformers' attn_implementation: the [b, heads, s, s] scores of eager (estimate/inference/hf_transformers.py);
     # vLLM, SGLang and llama.cpp pick their own attention kernels and the estimate models none of them by name
     "attention": ("transformers",),
+    # llama.cpp --image-min-tokens / --image-max-tokens: its mtmd's token bounds of a dynamic-resolution model's
+    # images (estimate/inference/media.py; the transformers processor of the other engines reads no such bound)
+    "image_min_tokens": ("llamacpp",), "image_max_tokens": ("llamacpp",),
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
 # engine settings that are flags: unset is None or False
@@ -358,7 +362,8 @@ INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE), ("max_mamba_cache_size", COUNT),
-    ("mamba_full_memory_ratio", MEMORY_RATIO), ("gpu_capability", COUNT))
+    ("mamba_full_memory_ratio", MEMORY_RATIO), ("gpu_capability", COUNT), ("image_min_tokens", IMAGE_TOKENS),
+    ("image_max_tokens", IMAGE_TOKENS))
 
 
 @tracks_given
@@ -402,6 +407,9 @@ class InferenceWorkload:
     video_frames: sampled frames of one video in each sequence's prompt [frames]; 0: no video.
     video_size: (width, height) of each frame [pixels]; None: the vision encoder's own input size.
     pan_and_scan: Gemma 3's processor also crops wide and tall images (do_pan_and_scan); off, as by default.
+    image_min_tokens, image_max_tokens: llama.cpp --image-min-tokens / --image-max-tokens, the bounds of merged
+        tokens per image (and video frame) of a dynamic-resolution model (Qwen2/2.5/3-VL) in its mtmd preprocessing
+        (formulas/vision_tokens.py); llama.cpp only, with images or video; None: the model's own (8 .. 4096).
     kv_unified: llama.cpp's KV layout for several sequences: True one buffer shared by all (-kvu), False one stream
         per sequence (-no-kvu); None: llama-server's with -np N (estimate/engines.py LLAMACPP_KV_UNIFIED).
     engine: the serving engine (ENGINES); None: the default for the device, chosen by the estimate
@@ -485,6 +493,8 @@ class InferenceWorkload:
     video_frames: int = 0
     video_size: tuple[int, int] | None = None
     pan_and_scan: bool = False
+    image_min_tokens: int | None = None  # llama.cpp --image-min-tokens; None: the model's own bound
+    image_max_tokens: int | None = None  # llama.cpp --image-max-tokens; None: the model's own bound
     gpu_capability: int | None = None  # estimate/device.py inference_device_fields
     # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
     given: frozenset[str] | None = field(default=None, repr=False)
@@ -538,6 +548,12 @@ class InferenceWorkload:
             raise InputError(f"pan_and_scan: {not_true_or_false(self.pan_and_scan)}")
         if self.pan_and_scan and not self.images:
             raise FieldError("pan_and_scan", "pan_and_scan is set but images is 0; give the number of images per sequence")
+        if self.image_min_tokens is not None and self.image_max_tokens is not None and \
+                self.image_min_tokens > self.image_max_tokens:
+            # llama.cpp refuses to load the projector then (tools/mtmd/clip.cpp L2057-2059 @ 0c1e5709)
+            raise FieldError("image_min_tokens", also=("image_max_tokens",), message=(
+                f"image_min_tokens ({self.image_min_tokens}) is above image_max_tokens ({self.image_max_tokens}): "
+                "llama.cpp refuses that (image_max_pixels is less than image_min_pixels)"))
         if self.video_size is not None and not self.video_frames:
             raise FieldError("video_size", "video_size is given but video_frames is 0; give the sampled frames per video")
         if self.n_gpu_layers is not None and self.n_gpu_layers < 0:

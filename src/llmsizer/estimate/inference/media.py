@@ -7,6 +7,7 @@ numbers (formulas/vision_tokens.py for the tokens, formulas/vision_activations.p
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ...errors import FieldError, InputError
@@ -42,6 +43,49 @@ _OWN_IMAGE_RULES = {"llamacpp": LLAMACPP_MTMD}
 def image_rules(engine: str | None) -> ImageRules:
     """How ``engine`` turns an image into tokens: its own preprocessing, else the transformers processor's."""
     return _OWN_IMAGE_RULES.get(str(engine), TRANSFORMERS_PROCESSOR)
+
+
+_BOUNDS = (("image_min_tokens", 0, "min"), ("image_max_tokens", 1, "max"))
+
+
+def token_bounds(spec: ModelSpec, w: InferenceWorkload, rules: ImageRules, notes: Notes) -> ImageRules:
+    """``rules`` with llama.cpp's --image-min-tokens / --image-max-tokens (``w.image_min_tokens`` /
+    ``image_max_tokens``) in place of the model's own token bounds, each recorded as an assumption (ggml-org/llama.cpp
+    @ 0c1e5709: common/arg.cpp L2637-2650 stores them, tools/mtmd/clip.cpp L210-215 hands a positive one to the
+    model's hparams, clip-model.h L192-196 ``set_limit_image_tokens`` puts it in place of the model's bound x
+    (patch x merge)^2 pixels, which mtmd-image.cpp L772-787 resizes every image and video frame into). Only the
+    dynamic-resolution projectors call ``set_limit_image_tokens`` (Qwen2/2.5/3-VL: clip.cpp L1668-1678); llama.cpp
+    does not read the bounds for Gemma 3's fixed 896x896 (L1634-1642) or Llama 4's tiles (L1788-1794), so there they
+    are refused, not ignored; an effective minimum above the maximum is refused as llama.cpp's load does (clip.cpp
+    L2057-2059)."""
+    given = [(name, getattr(w, name), i, word) for name, i, word in _BOUNDS]
+    named = [name for name, value, _, _ in given if value is not None]
+    if not named:
+        return rules
+    verb = "are" if len(named) > 1 else "is"
+    if rules.qwen_tokens is None:  # (the workload refuses them on a named engine other than llama.cpp)
+        raise FieldError(named[0], also=(*named[1:], "engine"), message=(
+            f"{' and '.join(named)} {verb} llama.cpp's (engine llamacpp), not engine {w.engine}'s"))
+    v = spec.vision
+    assert v is not None
+    if v.token_rule not in ("qwen2_vl", "qwen3_vl"):
+        raise FieldError(named[0], also=tuple(named[1:]), message=(
+            f"{' and '.join(named)} {verb} not read for model {spec.name!r}: llama.cpp reads the image token bounds "
+            "of dynamic-resolution models only (Qwen2/2.5/3-VL), and resizes this model's images to a fixed size "
+            "or tiles (tools/mtmd/clip.cpp @ 0c1e5709); drop it"))
+    lo, hi = (value if value is not None else rules.qwen_tokens[i] for _, value, i, _ in given)
+    if lo > hi:  # one bound given past the model's other: llama.cpp's load refuses it
+        other = next(name for name, *_ in _BOUNDS if name not in named)
+        raise FieldError(named[0], also=(other,), message=(
+            f"{named[0]} {w.image_min_tokens or w.image_max_tokens} is past the model's own {other} "
+            f"({rules.qwen_tokens[0 if other == 'image_min_tokens' else 1]} in llama.cpp for {spec.name}): llama.cpp "
+            f"refuses to load the projector then (image_max_pixels less than image_min_pixels); give {other} too"))
+    for name, value, i, word in given:
+        notes.assumptions.append(Assumption(name, (lo, hi)[i], value is None, (
+            f"llama.cpp --image-{word}-tokens: {word}imum tokens per image and video frame, x (patch x merge)^2 "
+            "pixels bound its resize (tools/mtmd/clip-model.h L192-196 @ 0c1e5709)" if value is not None else
+            f"the model's own {word}imum in llama.cpp (tools/mtmd/clip.cpp L1668-1678 @ 0c1e5709)")))
+    return dataclasses.replace(rules, qwen_tokens=(lo, hi), source=f"{rules.source}, with image tokens {lo}..{hi}")
 
 
 @dataclass(frozen=True)
@@ -91,6 +135,11 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     """What ``w``'s images and video add to each sequence (None: none given). One-line InputError for a model
     without a vision encoder, a video on an image-only model, or a missing size a rule needs."""
     if not w.images and not w.video_frames:
+        bounds = [name for name, *_ in _BOUNDS if getattr(w, name) is not None]
+        if bounds:  # llama.cpp's per-image bounds with no image: refused, not ignored
+            raise FieldError(bounds[0], also=(*bounds[1:], "images", "video_frames"), message=(
+                f"{' and '.join(bounds)} bound{'' if len(bounds) > 1 else 's'} the tokens of each image or video "
+                "frame, and none is given: set images or video_frames"))
         return None
     v = spec.vision
     if v is None:
@@ -98,7 +147,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     tokens, sequences, patches, cross, enc_tokens = 0, 0, 0, 0, 0
     details: dict[str, float] = {}
     parts: list[tuple[str, int, MediaTokens, str]] = []  # + whose rules made the tokens
-    rules = image_rules(w.engine)
+    rules = token_bounds(spec, w, image_rules(w.engine), notes)
     if w.images:
         iw, ih = _size(spec, w.image_size, "image", "--image-size", notes)
         if w.pan_and_scan and not v.pan_and_scan:
