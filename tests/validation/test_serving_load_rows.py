@@ -33,6 +33,10 @@ FIRST_SWEEPS = {f"SL{i:02d}" for i in range(1, 23)}
 # gpustack's Qwen3-8B page on one H100 (SL29-SL32 vLLM 0.11.0 at 4 and 8 requests, SL33-SL34 SGLang 0.5.3.post3 at 4)
 # and its Qwen3-14B burst of 1000 short prompts (SL41-SL42)
 GPUSTACK = ("SL29", "SL30", "SL31", "SL32", "SL33", "SL34", "SL41", "SL42")
+# the same lab's bursts of 1000 short prompts (128 in / 4 out) on other pages (rows28, held out): vLLM 0.11.0
+# Qwen3-32B on an H100 SXM (SL43-SL44) and an A100 SXM 80GB (SL45-SL46), gpt-oss-20b MXFP4 on both (SL47-SL50),
+# SGLang 0.5.5.post1 Qwen3-14B-FP8 on an H100 SXM (SL51-SL52)
+GPUSTACK_SHORT_BURSTS = tuple(f"SL{i}" for i in range(43, 53))
 
 
 def _cases() -> dict[str, object]:
@@ -51,7 +55,7 @@ def _speed(c: object) -> object:
 
 def test_every_row_is_estimated() -> None:
     cases = _cases()
-    assert len(cases) == 32 and all(c.predicted for c in cases.values())
+    assert len(cases) == 42 and all(c.predicted for c in cases.values())
     assert {c.kind for c in cases.values()} == {SERVING_TTFT, SERVING_RATE}
 
 
@@ -65,14 +69,20 @@ def test_the_measured_ttft_lies_within_the_stated_bounds() -> None:
     requests) lies below it too: SGLang's server time is vLLM's SL01 value by default (engines.API_SERVER_SECONDS),
     and the run's 27.7 ms TTFT leaves at most 21.5 ms for it beside the 6.2 ms idle prefill. The expected figure is
     either end (the bounds are sorted): near saturation independent arrivals wait the longer (SL41, 1000 short
-    prompts at once)."""
+    prompts at once). Two held-out bursts lie above the upper bound, Qwen3-32B's 1000 short prompts on one H100 SXM
+    and one A100 SXM 80GB (SL43, SL45: the pool admits 115 and 136 of them, eq. Q14b's waves 17.5 s and 29.2 s,
+    measured 21.6 s and 31.2 s); three lie below both, gpt-oss-20b on both GPUs and SGLang's Qwen3-14B-FP8 (SL47,
+    SL49, SL51: the estimate's server time H per request, 22.5 ms in series, puts 1000 requests at 22 s or more;
+    measured 2.8-4.5 s, so those servers spent at most 3-4.5 ms per request)."""
     rows = 0
-    below = []
+    below, above = [], []
     for c in _cases().values():
         if c.kind != SERVING_TTFT or c.id == API_SERVER_CALIBRATION or c.id in BURST_500:
             continue
         low, high = c.span
-        assert c.predicted in (low, high) and c.measured <= high, (c.id, low, c.measured, high)
+        assert c.predicted in (low, high), (c.id, low, c.measured, high)
+        if c.measured > high:
+            above.append(c.id)
         if c.measured < low:
             below.append(c.id)
         burst = float(c.note.split("arriving together (eqs. Q8, Q9b) ")[1].split(";")[0])
@@ -81,7 +91,7 @@ def test_the_measured_ttft_lies_within_the_stated_bounds() -> None:
         if c.id in PREFILL_BOUND and int(c.what.split(" c")[1].split(" ")[0]) >= 16:
             idle = float(c.note.split("TTFT alone ")[1].split(" s")[0])
             assert c.measured > 4 * idle, c.id
-    assert rows == 14 and below == ["SL13", "SL15", "SL33"]
+    assert rows == 19 and below == ["SL13", "SL15", "SL33", "SL47", "SL49", "SL51"] and above == ["SL43", "SL45"]
 
 
 def test_the_server_time_follows_from_its_row() -> None:
@@ -159,16 +169,16 @@ def test_one_request_waits_for_nothing_but_the_server(row: str) -> None:
 
 
 def test_validate_reports_the_ranges_coverage() -> None:
-    """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only; of the 10
+    """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only; of the 15
     summarised rows every L4 row, the gpustack vLLM rows at 4 and 8 requests (SL29, SL31) and the burst of 1000 short
-    prompts (SL41) inside, the H100 burst of 500 (SL24) and SGLang at 4 requests (SL33) below both; 11 of 15 with the
-    assumed-settings rows; the calibration row (one request: no bounds) counted in neither; the width is each row's
+    prompts (SL41) inside, the H100 burst of 500 (SL24) and SGLang at 4 requests (SL33) below both, and none of the
+    five later gpustack bursts (SL43-SL51: two above, three below); 11 of 20 with the assumed-settings rows; the calibration row (one request: no bounds) counted in neither; the width is each row's
     high / low, recomputed here from the rows."""
     cases = serving_load_cases()
     ((kind, inside, summarised, inside_all, rows, median, widest),) = span_coverage(cases)
-    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 8, 10, 11, 15)
+    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 8, 15, 11, 20)
     widths = sorted(c.span[1] / c.span[0] for c in cases if c.span)
-    assert widest == max(widths) and median == pytest.approx(widths[7])
+    assert widest == max(widths) and median == pytest.approx((widths[9] + widths[10]) / 2)
 
 
 def test_the_burst_rows_are_the_runs_numbers() -> None:
@@ -326,3 +336,28 @@ def test_fit_reports_the_burst_figure_validation_judges(tmp_path: object) -> Non
         assert b["ttft_seconds"] == pytest.approx(at_c.ttft_seconds + (n - c) * (n - c + 1) / (2 * n * x), rel=1e-12)
         assert b["ttft_seconds"] <= b["ttft_upper_seconds"]
         assert b["waves"] == math.ceil(n / c)
+
+
+def test_the_short_bursts_are_the_pages_numbers() -> None:
+    """SL43-SL52 (gpustack performance-lab pages, 'random 128 input' of 'Other Benchmark Cases'): each row's value
+    is its quoted 'Mean TTFT (ms)' or 'Request throughput (req/s)', the latter 1000 requests over the quoted
+    'Benchmark duration (s)' (independent of the throughput line, to its two decimals), 1000 requests of 4 generated
+    tokens each ('Total generated tokens: 4000'), the prompt the Short prompt case's 128; all held out."""
+    import csv
+
+    from llmsizer.validation_cases import data_dir
+
+    rows = {r["id"]: r for r in csv.DictReader(open(data_dir(None) / "serving_load.csv"))}
+    cases = _cases()
+    for rid in GPUSTACK_SHORT_BURSTS:
+        r, c = rows[rid], cases[rid]
+        quote = r["quote"]
+        assert "Successful requests: 1000" in quote and "Total generated tokens: 4000" in quote, rid
+        assert (r["prompt"], r["generated"], r["concurrency"]) == ("128", "4", "1000"), rid
+        assert c.excluded == "", rid
+        if r["metric"] == "ttft":
+            assert f"Mean TTFT (ms): {r['value']}" in quote, rid
+        else:
+            assert f"Request throughput (req/s): {r['value']}" in quote, rid
+            duration = float(quote.split("Benchmark duration (s): ")[1].split(" ")[0])
+            assert float(r["value"]) == pytest.approx(1000 / duration, abs=0.006 * 1000 / duration), rid
