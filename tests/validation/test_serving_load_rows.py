@@ -33,6 +33,14 @@ FIRST_SWEEPS = {f"SL{i:02d}" for i in range(1, 23)}
 # gpustack's Qwen3-8B page on one H100 (SL29-SL32 vLLM 0.11.0 at 4 and 8 requests, SL33-SL34 SGLang 0.5.3.post3 at 4)
 # and its Qwen3-14B burst of 1000 short prompts (SL41-SL42)
 GPUSTACK = ("SL29", "SL30", "SL31", "SL32", "SL33", "SL34", "SL41", "SL42")
+# the same lab's bursts of 1000 short prompts (128 in / 4 out) on other pages (rows28, held out): vLLM 0.11.0
+# Qwen3-32B on an H100 SXM (SL43-SL44) and an A100 SXM 80GB (SL45-SL46), gpt-oss-20b MXFP4 on both (SL47-SL50),
+# SGLang 0.5.5.post1 Qwen3-14B-FP8 on an H100 SXM (SL51-SL52)
+GPUSTACK_SHORT_BURSTS = tuple(f"SL{i}" for i in range(43, 53))
+# and the same pages' bursts of 1000 ShareGPT prompts, each engine's default ('1. Choosing the Inference Engine'):
+# vLLM 0.11.0 and SGLang 0.5.5.post1 / 0.5.4.post2 with Qwen3-14B (H100), Qwen3-32B (H100, A100 80GB), gpt-oss-20b
+# (H100, A100 80GB): SL53-SL72, held out
+GPUSTACK_SHAREGPT_BURSTS = tuple(f"SL{i}" for i in range(53, 73))
 
 
 def _cases() -> dict[str, object]:
@@ -51,7 +59,7 @@ def _speed(c: object) -> object:
 
 def test_every_row_is_estimated() -> None:
     cases = _cases()
-    assert len(cases) == 32 and all(c.predicted for c in cases.values())
+    assert len(cases) == 62 and all(c.predicted for c in cases.values())
     assert {c.kind for c in cases.values()} == {SERVING_TTFT, SERVING_RATE}
 
 
@@ -65,14 +73,24 @@ def test_the_measured_ttft_lies_within_the_stated_bounds() -> None:
     requests) lies below it too: SGLang's server time is vLLM's SL01 value by default (engines.API_SERVER_SECONDS),
     and the run's 27.7 ms TTFT leaves at most 21.5 ms for it beside the 6.2 ms idle prefill. The expected figure is
     either end (the bounds are sorted): near saturation independent arrivals wait the longer (SL41, 1000 short
-    prompts at once)."""
+    prompts at once). Of the later held-out gpustack bursts (rows28) six lie above the upper bound: Qwen3-32B's 1000
+    short prompts on one H100 SXM and one A100 SXM 80GB (SL43, SL45: the pool admits 115 and 136 of them, eq. Q14b's
+    waves 17.5 s and 29.2 s, measured 21.6 s and 31.2 s), and of the ShareGPT bursts vLLM's Qwen3-14B (SL53),
+    SGLang's Qwen3-32B on both GPUs (SL59, SL63) and SGLang's gpt-oss-20b on the A100 (SL71, 141 s measured against
+    14 s: that run's 1.36 requests/s is a twentieth of vLLM's on the same GPU); seven lie below both: gpt-oss-20b's
+    short bursts on both GPUs and SGLang's Qwen3-14B-FP8 (SL47, SL49, SL51: the estimate's server time H per
+    request, 22.5 ms in series, puts 1000 requests at 22 s or more; measured 2.8-4.5 s, so those servers spent at
+    most 3-4.5 ms per request), vLLM's Qwen3-32B ShareGPT bursts (SL57, SL61) and gpt-oss-20b's on the H100 (SL65,
+    SL67)."""
     rows = 0
-    below = []
+    below, above = [], []
     for c in _cases().values():
         if c.kind != SERVING_TTFT or c.id == API_SERVER_CALIBRATION or c.id in BURST_500:
             continue
         low, high = c.span
-        assert c.predicted in (low, high) and c.measured <= high, (c.id, low, c.measured, high)
+        assert c.predicted in (low, high), (c.id, low, c.measured, high)
+        if c.measured > high:
+            above.append(c.id)
         if c.measured < low:
             below.append(c.id)
         burst = float(c.note.split("arriving together (eqs. Q8, Q9b) ")[1].split(";")[0])
@@ -81,7 +99,9 @@ def test_the_measured_ttft_lies_within_the_stated_bounds() -> None:
         if c.id in PREFILL_BOUND and int(c.what.split(" c")[1].split(" ")[0]) >= 16:
             idle = float(c.note.split("TTFT alone ")[1].split(" s")[0])
             assert c.measured > 4 * idle, c.id
-    assert rows == 14 and below == ["SL13", "SL15", "SL33"]
+    assert rows == 29
+    assert below == ["SL13", "SL15", "SL33", "SL47", "SL49", "SL51", "SL57", "SL61", "SL65", "SL67"]
+    assert above == ["SL43", "SL45", "SL53", "SL59", "SL63", "SL71"]
 
 
 def test_the_server_time_follows_from_its_row() -> None:
@@ -159,16 +179,17 @@ def test_one_request_waits_for_nothing_but_the_server(row: str) -> None:
 
 
 def test_validate_reports_the_ranges_coverage() -> None:
-    """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only; of the 10
+    """validate's coverage of the stated bounds (validation_cases.span_coverage): the TTFT kind only; of the 15
     summarised rows every L4 row, the gpustack vLLM rows at 4 and 8 requests (SL29, SL31) and the burst of 1000 short
-    prompts (SL41) inside, the H100 burst of 500 (SL24) and SGLang at 4 requests (SL33) below both; 11 of 15 with the
+    prompts (SL41) inside, the H100 burst of 500 (SL24) and SGLang at 4 requests (SL33) below both, and of the 15
+    later gpustack bursts (SL43-SL71) two inside (SL55, SL69), six above, seven below; 13 of 30 with the
     assumed-settings rows; the calibration row (one request: no bounds) counted in neither; the width is each row's
     high / low, recomputed here from the rows."""
     cases = serving_load_cases()
     ((kind, inside, summarised, inside_all, rows, median, widest),) = span_coverage(cases)
-    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 8, 10, 11, 15)
+    assert (kind, inside, summarised, inside_all, rows) == (SERVING_TTFT, 10, 25, 13, 30)
     widths = sorted(c.span[1] / c.span[0] for c in cases if c.span)
-    assert widest == max(widths) and median == pytest.approx(widths[7])
+    assert widest == max(widths) and median == pytest.approx((widths[14] + widths[15]) / 2)
 
 
 def test_the_burst_rows_are_the_runs_numbers() -> None:
@@ -326,3 +347,35 @@ def test_fit_reports_the_burst_figure_validation_judges(tmp_path: object) -> Non
         assert b["ttft_seconds"] == pytest.approx(at_c.ttft_seconds + (n - c) * (n - c + 1) / (2 * n * x), rel=1e-12)
         assert b["ttft_seconds"] <= b["ttft_upper_seconds"]
         assert b["waves"] == math.ceil(n / c)
+
+
+def test_the_short_bursts_are_the_pages_numbers() -> None:
+    """SL43-SL72 (gpustack performance-lab pages: 'random 128 input' of 'Other Benchmark Cases', SL43-SL52, and the
+    ShareGPT bursts of '1. Choosing the Inference Engine', SL53-SL72): each row's value is its quoted 'Mean TTFT
+    (ms)' or 'Request throughput (req/s)', the latter 1000 requests over the quoted 'Benchmark duration (s)'
+    (independent of the throughput line, to its two decimals); the short bursts 1000 requests of 4 generated tokens
+    each ('Total generated tokens: 4000') after the Short prompt case's 128, the ShareGPT rows the run's mean
+    lengths (its quoted totals / 1000); all held out."""
+    import csv
+
+    from llmsizer.validation_cases import data_dir
+
+    rows = {r["id"]: r for r in csv.DictReader(open(data_dir(None) / "serving_load.csv"))}
+    cases = _cases()
+    for rid in GPUSTACK_SHORT_BURSTS + GPUSTACK_SHAREGPT_BURSTS:
+        r, c = rows[rid], cases[rid]
+        quote = r["quote"]
+        total_in = int(quote.split("Total input tokens: ")[1].split(" ")[0])
+        total_gen = int(quote.split("Total generated tokens: ")[1].split(" ")[0])
+        assert "Successful requests: 1000" in quote and r["concurrency"] == "1000", rid
+        if rid in GPUSTACK_SHORT_BURSTS:
+            assert total_gen == 4000 and (r["prompt"], r["generated"]) == ("128", "4"), rid
+        else:  # ShareGPT: the run's mean lengths, from its totals
+            assert (int(r["prompt"]), int(r["generated"])) == (round(total_in / 1000), round(total_gen / 1000)), rid
+        assert c.excluded == "", rid
+        if r["metric"] == "ttft":
+            assert f"Mean TTFT (ms): {r['value']}" in quote, rid
+        else:
+            assert f"Request throughput (req/s): {r['value']}" in quote, rid
+            duration = float(quote.split("Benchmark duration (s): ")[1].split(" ")[0])
+            assert float(r["value"]) == pytest.approx(1000 / duration, abs=0.006 * 1000 / duration), rid
