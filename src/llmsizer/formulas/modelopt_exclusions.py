@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import translate
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 
 from ..errors import InputError
 from ..specs import ModelSpec
@@ -132,6 +133,22 @@ def layer_module(spec: ModelSpec, role: str, layer: int) -> str | None:
     return f"model.layers.{layer}." + _fused_name(module.format(shexp=shexp), packed_modules(spec))
 
 
+def modelopt_quant_algo(q: Mapping[str, Any]) -> str | None:
+    """The ``quant_algo`` (upper case) of an NVIDIA ModelOpt quantization config, None for any other config.
+
+    ModelOpt writes it in two shapes (vllm 0.34.0 PyPI wheel, model_executor/layers/quantization/modelopt.py:292-309
+    ``_extract_modelopt_quant_algo`` and :331-350 ``from_config``): ``{"quantization": {"quant_algo": ...}}``, the
+    file ``hf_quant_config.json`` that ModelOpt <= 0.29 writes beside config.json and that vLLM makes the config's
+    ``quantization_config`` when config.json has none (transformers_utils/config.py:996-1009 ``get_config``); or,
+    ModelOpt >= 0.31, ``{"quant_method": "modelopt", "quant_algo": ...}`` inside config.json."""
+    inner = q.get("quantization")
+    if isinstance(inner, dict) and "quant_algo" in inner:
+        return str(inner["quant_algo"]).upper()
+    if str(q.get("quant_method", "")).lower() == "modelopt" and "quant_algo" in q:
+        return str(q["quant_algo"]).upper()
+    return None
+
+
 def modelopt_exclude_list(q: Mapping[str, object]) -> list[str]:
     """A ModelOpt quantization config's exclusion list: ``quantization.exclude_modules`` in the hf_quant_config.json
     shape, ``ignore`` in the config.json shape (vllm 0.19.1 modelopt.py:292-313 ``from_config``)."""
@@ -142,11 +159,13 @@ def modelopt_exclude_list(q: Mapping[str, object]) -> list[str]:
 
 @lru_cache(maxsize=256)
 def excluded_roles(spec: ModelSpec) -> tuple[frozenset[str], ...]:
-    """Per decoder layer of ``spec``, the tensor roles its ModelOpt config keeps unquantized: the quantizable
+    """Per decoder layer of ``spec``, the tensor roles its ModelOpt NVFP4 config keeps unquantized: the quantizable
     linears whose vLLM module (``layer_module``) ``modelopt_excluded`` matches. Empty (no layers) when the
-    config lists no exclusion or ``spec`` is not in ``MODELOPT_FAMILIES``. An entry that matches none of them, such
+    config is no ModelOpt NVFP4 one (another recipe's list says nothing of an NVFP4 sizing), lists no exclusion, or
+    ``spec`` is not in ``MODELOPT_FAMILIES``. An entry that matches none of them, such
     as ``model.layers.61*`` for the MTP layer vLLM builds only when it drafts, changes nothing, as in vLLM."""
-    patterns = modelopt_exclude_list(spec.quantization_config)
+    q = spec.quantization_config
+    patterns = modelopt_exclude_list(q) if modelopt_quant_algo(q) == "NVFP4" else []
     if not patterns or spec.model_type not in MODELOPT_FAMILIES:
         return ()
     packed = packed_modules(spec)

@@ -57,7 +57,7 @@ from ..errors import InputError
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
 from .dtypes import DTYPE_BYTES
-from .modelopt_exclusions import MODELOPT_FAMILIES, excluded_roles, modelopt_exclude_list
+from .modelopt_exclusions import MODELOPT_FAMILIES, excluded_roles, modelopt_exclude_list, modelopt_quant_algo
 from .params import routed_share
 from .tensors import Tensor, layer_groups, model_tensors
 
@@ -776,22 +776,6 @@ def file_weight_bytes(spec: ModelSpec) -> WeightBytes:
     return WeightBytes("file", fw.total_bytes, {k: v for k, v in by_comp.items() if v}, dict(fw.by_dtype),
                        (f"read from {fw.path}",), layers, fw.layer_expert_bytes or tuple([0] * n),
                        fw.layer_matrix_bytes or tuple([0] * n))
-
-
-def modelopt_quant_algo(q: dict[str, Any]) -> str | None:
-    """The ``quant_algo`` (upper case) of an NVIDIA ModelOpt quantization config, None for any other config.
-
-    ModelOpt writes it in two shapes (vllm 0.34.0 PyPI wheel, model_executor/layers/quantization/modelopt.py:292-309
-    ``_extract_modelopt_quant_algo`` and :331-350 ``from_config``): ``{"quantization": {"quant_algo": ...}}``, the
-    file ``hf_quant_config.json`` that ModelOpt <= 0.29 writes beside config.json and that vLLM makes the config's
-    ``quantization_config`` when config.json has none (transformers_utils/config.py:996-1009 ``get_config``); or,
-    ModelOpt >= 0.31, ``{"quant_method": "modelopt", "quant_algo": ...}`` inside config.json."""
-    inner = q.get("quantization")
-    if isinstance(inner, dict) and "quant_algo" in inner:
-        return str(inner["quant_algo"]).upper()
-    if str(q.get("quant_method", "")).lower() == "modelopt" and "quant_algo" in q:
-        return str(q["quant_algo"]).upper()
-    return None
 
 
 # The exclude_modules / ignore entries of a ModelOpt NVFP4 config that name a module eq. N1's rule keeps 16-bit anyway
