@@ -22,8 +22,8 @@ Source: vllm 0.19.1 (PyPI wheel, sha256 71a87f46cafab4489c69a5c5c83b870d0235e569
 - The prefix vLLM asks about is the module's path in its own model. For the families in ``MODELOPT_FAMILIES`` that
   path is the checkpoint's: ``model.layers.{i}.`` followed by the Hugging Face module name. The fused modules are
   named as vLLM fuses them: deepseek_v2.py:1305-1337 ``packed_modules_mapping``, llama.py:509-512,
-  qwen2_moe.py:540-559, glm4_moe.py:626-636; the indexer is ``self_attn.indexer.wq_b`` / ``.wk``, at
-  deepseek_v2.py:636-656 and :958. ``apply_vllm_mapper`` (modelopt.py:219-239) splits an entry ``path*`` into
+  qwen2_moe.py:540-559, glm4_moe.py:626-636; the indexer is ``self_attn.indexer.wq_b`` / ``.wk`` / ``.weights_proj``,
+  at deepseek_v2.py:636-656 and :958. ``apply_vllm_mapper`` (modelopt.py:219-239) splits an entry ``path*`` into
   ``path`` and ``path.*``. It does so only for a model class with an ``hf_to_vllm_mapper`` (model_loader/utils.py:
   280-285). The split does not change what tests 2 and 3 match, so it is not repeated here.
 - Not applied: modelopt.py:195-201 keeps ``vision_tower`` / ``vision_model`` unquantized whatever the list says. None
@@ -59,6 +59,7 @@ _MODULE_OF_ROLE: dict[str, str] = {
     "attn_q_a": "self_attn.q_a_proj", "attn_q_b": "self_attn.q_b_proj",
     "attn_kv_a_mqa": "self_attn.kv_a_proj_with_mqa", "attn_kv_b": "self_attn.kv_b_proj",
     "indexer_q_b": "self_attn.indexer.wq_b", "indexer_k": "self_attn.indexer.wk",
+    "indexer_proj": "self_attn.indexer.weights_proj",  # vLLM builds it unquantized anyway (deepseek_v2.py:650-656)
     "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
     "ffn_exps_gate": "mlp.experts", "ffn_exps_up": "mlp.experts", "ffn_exps_down": "mlp.experts",
     "ffn_shexp_gate": "mlp.{shexp}.gate_proj", "ffn_shexp_up": "mlp.{shexp}.up_proj",
