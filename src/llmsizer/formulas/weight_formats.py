@@ -57,6 +57,7 @@ from ..errors import InputError
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
 from .dtypes import DTYPE_BYTES
+from .modelopt_exclusions import MODELOPT_FAMILIES, excluded_roles, modelopt_exclude_list, modelopt_quant_algo
 from .params import routed_share
 from .tensors import Tensor, layer_groups, model_tensors
 
@@ -442,7 +443,17 @@ def tensor_bytes(spec: ModelSpec, fmt: str, t: Tensor, group_size: int = GROUP_S
     if t.role in own:
         per = own[t.role] or other_bytes
         return t.numel * per, _STORAGE_LABEL.get(per, "other")
+    if fmt == "nvfp4" and nvfp4_kept(spec, t):  # an exclude_modules layer: UnquantizedLinearMethod, model dtype
+        return t.numel * other_bytes, _STORAGE_LABEL.get(other_bytes, "other")
     return _tensor_bytes_simple(fmt, t, group_size, other_bytes, fused_experts)
+
+
+def nvfp4_kept(spec: ModelSpec, t: Tensor) -> bool:
+    """Whether the ModelOpt NVFP4 config of ``spec`` keeps tensor ``t`` in the compute dtype: a decoder-layer
+    linear its exclude_modules / ignore list matches as vLLM matches it (formulas/modelopt_exclusions.py
+    ``excluded_roles``). The other matrices are stored by eq. N1."""
+    kept = excluded_roles(spec)
+    return bool(kept) and 0 <= t.layer < len(kept) and t.role in kept[t.layer]
 
 
 _LAYER_DEPENDENT = frozenset({"attn_v", "attn_kv_b", "ffn_down", "ffn_exps_down", "ffn_shexp_down"})
@@ -621,11 +632,19 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
     memo: dict[tuple[object, ...], tuple[int, str]] = {}
     gguf = fmt.startswith("gguf:")
     layer_dependent = _LAYER_DEPENDENT if gguf else frozenset()
+    # a layer's class: GGUF's llama-quant.cpp predicates, or the roles a ModelOpt NVFP4 exclude_modules list keeps
+    # 16-bit in it (nvfp4_kept); None: every layer of a kind stores alike
+    classes: list[tuple[bool, ...]] | tuple[frozenset[str], ...] | None = None
+    if gguf:
+        classes = _layer_classes(n_layers)
+    elif fmt == "nvfp4" and (kept := excluded_roles(spec)):
+        classes = kept
+        layer_dependent = frozenset().union(*kept)
     head, groups, tail = layer_groups(spec)
 
-    def one(t: Tensor, cls: tuple[bool, ...] | None = None) -> tuple[int, str]:
-        """(bytes, storage label) of ``t``; ``cls``: its layer's _layer_class (for the roles whose GGUF type
-        depends on the layer: llama-quant.cpp use_more_bits / i_layer rules)."""
+    def one(t: Tensor, cls: tuple[bool, ...] | frozenset[str] | None = None) -> tuple[int, str]:
+        """(bytes, storage label) of ``t``; ``cls``: its layer's class (for the roles whose storage depends on the
+        layer: GGUF's llama-quant.cpp use_more_bits / i_layer rules, _layer_class; NVFP4's exclude_modules)."""
         role, comp, shape, count, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
         key = (role, shape, count, comp, cls if role in layer_dependent else None)
         hit = memo.get(key)
@@ -644,9 +663,8 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
     # predicates of llama-quant.cpp (_layer_class): each (kind, class) is summed once, as its first layer holds
     # it, and counted once per layer; the (kind, class) pairs in the order their first layers come, so every
     # key enters by_comp and by_store in the order a layer-by-layer sum gives it (integers: the same totals)
-    runs: dict[tuple[int, tuple[bool, ...] | None], list[int]] = {}
-    if gguf:
-        classes = _layer_classes(n_layers)
+    runs: dict[tuple[int, tuple[bool, ...] | frozenset[str] | None], list[int]] = {}
+    if classes is not None:
         group_of = [0] * n_layers
         for g, (_, _, members) in enumerate(groups):
             for i in members:
@@ -760,42 +778,28 @@ def file_weight_bytes(spec: ModelSpec) -> WeightBytes:
                        fw.layer_matrix_bytes or tuple([0] * n))
 
 
-def modelopt_quant_algo(q: dict[str, Any]) -> str | None:
-    """The ``quant_algo`` (upper case) of an NVIDIA ModelOpt quantization config, None for any other config.
-
-    ModelOpt writes it in two shapes (vllm 0.34.0 PyPI wheel, model_executor/layers/quantization/modelopt.py:292-309
-    ``_extract_modelopt_quant_algo`` and :331-350 ``from_config``): ``{"quantization": {"quant_algo": ...}}``, the
-    file ``hf_quant_config.json`` that ModelOpt <= 0.29 writes beside config.json and that vLLM makes the config's
-    ``quantization_config`` when config.json has none (transformers_utils/config.py:996-1009 ``get_config``); or,
-    ModelOpt >= 0.31, ``{"quant_method": "modelopt", "quant_algo": ...}`` inside config.json."""
-    inner = q.get("quantization")
-    if isinstance(inner, dict) and "quant_algo" in inner:
-        return str(inner["quant_algo"]).upper()
-    if str(q.get("quant_method", "")).lower() == "modelopt" and "quant_algo" in q:
-        return str(q["quant_algo"]).upper()
-    return None
-
-
 # The exclude_modules / ignore entries of a ModelOpt NVFP4 config that name a module eq. N1's rule keeps 16-bit anyway
 # (not a matrix of QUANT_COMPONENTS): the lm_head, the token embedding, an MoE router (``mlp.gate``,
 # ``block_sparse_moe.gate``, ``mixer.gate``; dense MLPs name theirs ``gate_proj``), Qwen's 1-row
 # ``shared_expert_gate``, a Mamba ``conv1d`` and a vision tower (vLLM keeps ``vision_tower`` / ``vision_model``
-# unquantized whatever the list says: modelopt.py:195-201). An entry is read as vLLM matches it (modelopt.py:144-181:
-# exact, substring, then fnmatch wildcard): its last dotted name, a trailing '*' dropped.
+# unquantized whatever the list says: modelopt.py:195-201). An entry is read by its last dotted name, a trailing '*'
+# dropped. Other entries (per-layer exclusions) are matched to the layers by formulas/modelopt_exclusions.py for the
+# model types whose module paths it knows (MODELOPT_FAMILIES); for any other model type they are refused.
 _NVFP4_KEPT_ANYWAY = re.compile(r"(^|\.)(lm_head|embed_tokens|gate|shared_expert_gate|conv1d)$"
                                 r"|(^|\.)(vision_tower|vision_model|embed_vision|multi_modal_projector)(\.|$)")
 
 
-def modelopt_nvfp4_check(name: str, q: dict[str, Any]) -> None:
+def modelopt_nvfp4_check(name: str, q: dict[str, Any], model_type: str | None = None) -> None:
     """Refuse (InputError, one line) a ModelOpt NVFP4 quantization config eq. N1 would not size as published:
 
     - the hf_quant_config.json shape (``{"quantization": {...}}``) without ``group_size``, ``kv_cache_quant_algo`` or
       ``exclude_modules``, which vLLM refuses to load (vllm 0.19.1 modelopt.py:1043-1054 ``ModelOptNvFp4Config.
       _from_config``: "NVFP4 quantization requires the following fields in hf_quant_config.json");
     - a group size other than NVFP4's 16 (``NVFP4_GROUP_SIZE``);
-    - an ``exclude_modules`` (or config.json ``ignore``) entry that keeps a matrix the rule quantizes in 16-bit
-      (a per-layer exclusion, e.g. Nemotron-3 Nano's attention and Mamba projections): not modelled, so refused
-      rather than sized low."""
+    - an ``exclude_modules`` (or config.json ``ignore``) entry that keeps a matrix the rule quantizes in 16-bit, on a
+      ``model_type`` outside ``MODELOPT_FAMILIES`` (whose module paths formulas/modelopt_exclusions.py does not
+      know): refused rather than sized low. On a family it knows, the entry is matched to layers as vLLM does
+      (``nvfp4_kept``)."""
     inner = q.get("quantization")
     section = inner if isinstance(inner, dict) else q
     if isinstance(inner, dict):
@@ -806,11 +810,13 @@ def modelopt_nvfp4_check(name: str, q: dict[str, Any]) -> None:
     group = section.get("group_size", NVFP4_GROUP_SIZE)
     if group is not None and int(group) != NVFP4_GROUP_SIZE:
         raise InputError(f"{name}: NVFP4 group_size {group} is not NVFP4's {NVFP4_GROUP_SIZE}: not supported")
-    excluded = section.get("exclude_modules") if isinstance(inner, dict) else q.get("ignore")
-    for entry in excluded or []:
-        if not _NVFP4_KEPT_ANYWAY.search(str(entry).rstrip("*").rstrip(".")):
+    if model_type in MODELOPT_FAMILIES:
+        return
+    for entry in modelopt_exclude_list(q):
+        if not _NVFP4_KEPT_ANYWAY.search(entry.rstrip("*").rstrip(".")):
             raise InputError(f"{name}: NVFP4 exclude_modules entry {entry!r} keeps a quantizable layer 16-bit; "
-                             "per-layer exclusions are not modelled (give --weights to size one format throughout)")
+                             f"per-layer exclusions are modelled for {', '.join(sorted(MODELOPT_FAMILIES))} only "
+                             "(give --weights to size one format throughout)")
 
 
 def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
@@ -824,9 +830,12 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
     if algo == "FP8":  # vLLM ModelOptFp8Config: per-tensor PerTensorScaleParameter weight scales, as our fp8
         return "fp8", GROUP_SIZE_DEFAULT, "quantization_config ModelOpt quant_algo FP8 (per-tensor scales)"
     if algo == "NVFP4":
-        modelopt_nvfp4_check(spec.name, q)
+        modelopt_nvfp4_check(spec.name, q, spec.model_type)
+        kept = sum(len(k) for k in excluded_roles(spec))  # raises where vLLM does (a fused layer half listed)
         return "nvfp4", NVFP4_GROUP_SIZE, ("quantization_config ModelOpt quant_algo NVFP4 (group 16 fp8 scales; "
-                                           "exclude_modules all kept 16-bit by the format's rule)")
+                                           + (f"exclude_modules keeps {kept} layer matrices 16-bit, matched as vLLM "
+                                              "matches them" if kept else "exclude_modules all kept 16-bit by the "
+                                              "format's rule") + ")")
     if algo is not None:
         raise InputError(f"{spec.name}: ModelOpt quant_algo {algo!r} is not supported (ModelOpt FP8 and NVFP4 only)")
     if method == "fp8":

@@ -1,0 +1,188 @@
+"""Which layers a ModelOpt checkpoint keeps unquantized: its ``exclude_modules`` (hf_quant_config.json) or ``ignore``
+(config.json) list matched to a model's modules as vLLM matches it.
+
+Source: vllm 0.19.1 (PyPI wheel, sha256 71a87f46cafab4489c69a5c5c83b870d0235e5694d8222303d460576293dc719).
+
+- ``ModelOptQuantConfigBase.get_quant_method`` (model_executor/layers/quantization/modelopt.py:183-216): a linear
+  layer (``LinearBase``) or fused-MoE layer whose module prefix ``is_layer_excluded`` gets
+  ``UnquantizedLinearMethod``, a weight in the model dtype; any other is quantized (NVFP4: eq. N1,
+  formulas/weight_formats.py).
+- ``is_layer_excluded`` (modelopt.py:145-181) is true when any of three tests passes:
+  1. ``is_layer_skipped(prefix, exclude_modules, packed_modules_mapping)`` (model_executor/layers/quantization/
+     utils/quant_utils.py:437-491), an exact match. A fused module (``qkv_proj``, ``gate_up_proj``,
+     DeepSeek's ``fused_qkv_a_proj``: the model's ``packed_modules_mapping``) is excluded when each of its
+     checkpoint shards is listed. If only some are listed, vLLM raises "Detected some but not all shards of ...
+     are quantized" (:474-478).
+     A prefix with "experts" in it (the ``FusedMoE`` module ``...mlp.experts``) is excluded when it is a
+     substring of a listed entry that contains "experts" (:479-486). Any other prefix must be listed as it is.
+  2. A substring test (modelopt.py:165-175): an entry, other than the prefix itself, that occurs inside the prefix
+     (or inside it less a leading ``language_model.``).
+  3. ``fnmatch(prefix, entry)`` (modelopt.py:177-179): a shell wildcard such as ``model.layers.0.*`` or
+     ``*.self_attn*``.
+- The prefix vLLM asks about is the module's path in its own model. For the families in ``MODELOPT_FAMILIES`` that
+  path is the checkpoint's: ``model.layers.{i}.`` followed by the Hugging Face module name. The fused modules are
+  named as vLLM fuses them: deepseek_v2.py:1305-1337 ``packed_modules_mapping``, llama.py:509-512,
+  qwen2_moe.py:540-559, glm4_moe.py:626-636; the indexer is ``self_attn.indexer.wq_b`` / ``.wk`` / ``.weights_proj``,
+  at deepseek_v2.py:636-656 and :958. ``apply_vllm_mapper`` (modelopt.py:219-239) splits an entry ``path*`` into
+  ``path`` and ``path.*``. It does so only for a model class with an ``hf_to_vllm_mapper`` (model_loader/utils.py:
+  280-285). The split does not change what tests 2 and 3 match, so it is not repeated here.
+- Not applied: modelopt.py:195-201 keeps ``vision_tower`` / ``vision_model`` unquantized whatever the list says. None
+  of ``MODELOPT_FAMILIES`` has one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from fnmatch import translate
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import InputError
+from ..specs import ModelSpec
+from .tensors import model_tensors
+
+# model types whose vLLM module paths are model.layers.{i}.<the Hugging Face module name> (module docstring), with
+# the name of their shared-expert MLP (DeepSeek / GLM ``shared_experts``, Qwen-MoE ``shared_expert``)
+MODELOPT_FAMILIES: dict[str, str] = {
+    "llama": "", "mistral": "", "qwen2": "", "qwen3": "",
+    "qwen2_moe": "shared_expert", "qwen3_moe": "shared_expert",
+    "deepseek_v2": "shared_experts", "deepseek_v3": "shared_experts", "deepseek_v32": "shared_experts",
+    "glm4_moe": "shared_experts", "glm_moe_dsa": "shared_experts",
+}
+
+# tensor role (formulas/tensors.py) -> the module path under model.layers.{i}; "{shexp}": the family's shared MLP
+_MODULE_OF_ROLE: dict[str, str] = {
+    "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "attn_q_a": "self_attn.q_a_proj", "attn_q_b": "self_attn.q_b_proj",
+    "attn_kv_a_mqa": "self_attn.kv_a_proj_with_mqa", "attn_kv_b": "self_attn.kv_b_proj",
+    "indexer_q_b": "self_attn.indexer.wq_b", "indexer_k": "self_attn.indexer.wk",
+    "indexer_proj": "self_attn.indexer.weights_proj",  # vLLM builds it unquantized anyway (deepseek_v2.py:650-656)
+    "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
+    "ffn_exps_gate": "mlp.experts", "ffn_exps_up": "mlp.experts", "ffn_exps_down": "mlp.experts",
+    "ffn_shexp_gate": "mlp.{shexp}.gate_proj", "ffn_shexp_up": "mlp.{shexp}.up_proj",
+    "ffn_shexp_down": "mlp.{shexp}.down_proj",
+}
+
+
+def packed_modules(spec: ModelSpec) -> dict[str, tuple[str, ...]]:
+    """vLLM's ``packed_modules_mapping`` for ``spec``: fused module name -> its checkpoint shards (module
+    docstring). DeepSeek fuses ``q_a_proj`` and ``kv_a_proj_with_mqa`` only with a q LoRA rank
+    (deepseek_v2.py:1330-1337)."""
+    out = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+    if spec.mla is not None and spec.mla.q_lora_rank:
+        out["fused_qkv_a_proj"] = ("q_a_proj", "kv_a_proj_with_mqa")
+    return out
+
+
+def _fused_name(module: str, packed: Mapping[str, Sequence[str]]) -> str:
+    """The name vLLM gives the module holding checkpoint module ``module`` (a fused one where it fuses it)."""
+    head, _, last = module.rpartition(".")
+    for fused, shards in packed.items():
+        if last in shards:
+            return f"{head}.{fused}" if head else fused
+    return module
+
+
+def modelopt_excluded(prefix: str, exclude_modules: Sequence[str],
+                      packed: Mapping[str, Sequence[str]] = MappingProxyType({})) -> bool:
+    """Whether vLLM keeps the layer at module path ``prefix`` unquantized under a ModelOpt ``exclude_modules``
+    list: ``ModelOptQuantConfigBase.is_layer_excluded`` (vllm 0.19.1 modelopt.py:145-181, with quant_utils.py:
+    437-491 ``is_layer_skipped``), re-stated test by test (module docstring). ``packed``: the model's fused module
+    name -> checkpoint shard names. Raises InputError (one line) where vLLM raises on a fused module only some
+    of whose shards are listed."""
+    if not exclude_modules:
+        return False
+    listed = set(exclude_modules)
+    proj = prefix.split(".")[-1]
+    if proj in packed:  # quant_utils.py:461-478: every shard listed, or none
+        hits = {prefix.replace(proj, shard) in listed for shard in packed[proj]}
+        if len(hits) > 1:
+            raise InputError(f"exclude_modules lists some but not all shards of {prefix} ({', '.join(packed[proj])}); "
+                             "vLLM refuses this (all shards of a fused layer must have the same precision)")
+        skipped = hits.pop()
+    elif "experts" in prefix:  # quant_utils.py:479-486
+        skipped = any(prefix in entry for entry in exclude_modules if "experts" in entry)
+    else:
+        skipped = prefix in listed
+    if skipped:
+        return True
+    bare = prefix.removeprefix("language_model.") if prefix.startswith("language_model.") else None
+    for entry in exclude_modules:  # modelopt.py:165-175
+        if entry != prefix and (entry in prefix or (bare is not None and entry in bare)):
+            return True
+    return any(_wildcard(entry).match(prefix) for entry in exclude_modules)  # modelopt.py:177-179 fnmatch
+
+
+@lru_cache(maxsize=4096)
+def _wildcard(pattern: str) -> re.Pattern[str]:
+    """``fnmatch.fnmatch``'s compiled pattern (case-sensitive on Linux, where vLLM runs: ``os.path.normcase``
+    leaves the name as it is there)."""
+    return re.compile(translate(pattern))
+
+
+def layer_module(spec: ModelSpec, role: str, layer: int) -> str | None:
+    """The module path vLLM asks ``is_layer_excluded`` about for tensor ``role`` of decoder layer ``layer`` of
+    ``spec`` (a fused module's name where vLLM fuses it), or None for a tensor that is no quantizable linear of a
+    ``MODELOPT_FAMILIES`` model."""
+    shexp = MODELOPT_FAMILIES.get(spec.model_type)
+    module = _MODULE_OF_ROLE.get(role)
+    if shexp is None or module is None:
+        return None
+    return f"model.layers.{layer}." + _fused_name(module.format(shexp=shexp), packed_modules(spec))
+
+
+def modelopt_quant_algo(q: Mapping[str, Any]) -> str | None:
+    """The ``quant_algo`` (upper case) of an NVIDIA ModelOpt quantization config, None for any other config.
+
+    ModelOpt writes it in two shapes (vllm 0.34.0 PyPI wheel, model_executor/layers/quantization/modelopt.py:292-309
+    ``_extract_modelopt_quant_algo`` and :331-350 ``from_config``): ``{"quantization": {"quant_algo": ...}}``, the
+    file ``hf_quant_config.json`` that ModelOpt <= 0.29 writes beside config.json and that vLLM makes the config's
+    ``quantization_config`` when config.json has none (transformers_utils/config.py:996-1009 ``get_config``); or,
+    ModelOpt >= 0.31, ``{"quant_method": "modelopt", "quant_algo": ...}`` inside config.json."""
+    inner = q.get("quantization")
+    if isinstance(inner, dict) and "quant_algo" in inner:
+        return str(inner["quant_algo"]).upper()
+    if str(q.get("quant_method", "")).lower() == "modelopt" and "quant_algo" in q:
+        return str(q["quant_algo"]).upper()
+    return None
+
+
+def modelopt_exclude_list(q: Mapping[str, object]) -> list[str]:
+    """A ModelOpt quantization config's exclusion list: ``quantization.exclude_modules`` in the hf_quant_config.json
+    shape, ``ignore`` in the config.json shape (vllm 0.19.1 modelopt.py:292-313 ``from_config``)."""
+    inner = q.get("quantization")
+    raw = inner.get("exclude_modules") if isinstance(inner, dict) else q.get("ignore")
+    return [str(e) for e in raw] if isinstance(raw, list) else []
+
+
+@lru_cache(maxsize=256)
+def excluded_roles(spec: ModelSpec) -> tuple[frozenset[str], ...]:
+    """Per decoder layer of ``spec``, the tensor roles its ModelOpt NVFP4 config keeps unquantized: the quantizable
+    linears whose vLLM module (``layer_module``) ``modelopt_excluded`` matches. Empty (no layers) when the
+    config is no ModelOpt NVFP4 one (another recipe's list says nothing of an NVFP4 sizing), lists no exclusion, or
+    ``spec`` is not in ``MODELOPT_FAMILIES``. An entry that matches none of them, such
+    as ``model.layers.61*`` for the MTP layer vLLM builds only when it drafts, changes nothing, as in vLLM."""
+    q = spec.quantization_config
+    patterns = modelopt_exclude_list(q) if modelopt_quant_algo(q) == "NVFP4" else []
+    if not patterns or spec.model_type not in MODELOPT_FAMILIES:
+        return ()
+    packed = packed_modules(spec)
+    out: list[set[str]] = [set() for _ in range(spec.num_layers)]
+    seen: dict[str, bool] = {}
+    for t in model_tensors(spec):
+        if not (0 <= t.layer < spec.num_layers and t.matrix):
+            continue
+        module = layer_module(spec, t.role, t.layer)
+        if module is None:
+            continue
+        hit = seen.get(module)
+        if hit is None:
+            hit = seen[module] = modelopt_excluded(module, patterns, packed)
+        if hit:
+            out[t.layer].add(t.role)
+    if not any(out):
+        return ()
+    return tuple(frozenset(s) for s in out)
