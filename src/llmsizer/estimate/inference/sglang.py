@@ -395,7 +395,7 @@ def compose_sglang(ctx: Context) -> None:
     refuse_mamba_settings(ctx)
     tp = w.tensor_parallel
     mla = spec.mla is not None
-    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    share = kv_fraction_per_device(spec, tp, mla_latent=True) * ctx.kv_stage_share  # pipeline.py
     one_token = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=ctx.profile.dsa_indexer_cache,
                          latent_cache=ctx.profile.dsa_latent_cache)  # the device's DSA row (E.serving_profile)
     ds_row = ds_mla_bytes_per_token_layer(spec, ctx.kv_dtype, "fp8_ds_mla")

@@ -208,7 +208,7 @@ def compose_vllm(ctx: Context) -> None:
              f"{E.CURRENT_VERSION['vllm']})")
     non_torch = (E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH).expected
     fixed = ctx.wb.total + act + non_torch + E.VLLM_CUDA_GRAPHS.expected
-    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    share = kv_fraction_per_device(spec, tp, mla_latent=True) * ctx.kv_stage_share  # pipeline.py
     # a sliding layer keeps window - 1 + max_num_batched_tokens tokens and one spare block; a chunked-local one
     # (Llama 4) chunk + max_num_batched_tokens and no spare block (v1/kv_cache_interface.py SlidingWindowSpec,
     # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
@@ -562,7 +562,7 @@ def _hybrid_pages(ctx: Context, block: int) -> tuple[int, int]:
                                               ctx.profile.conv_state_window)
     if not spec.kv_cache_layers:
         return block, math.ceil(state_page)
-    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    share = kv_fraction_per_device(spec, tp, mla_latent=True) * ctx.kv_stage_share  # pipeline.py
     attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.kv_cache_layers * share
     align = max(E.VLLM_KERNEL_BLOCK_ALIGNMENT, block)
     hybrid_block = align * math.ceil(state_page / (align * attn_1tok))
