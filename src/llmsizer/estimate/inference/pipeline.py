@@ -68,7 +68,8 @@ def stage_weights(spec: ModelSpec, wb: WeightBytes, w: InferenceWorkload, stage:
     n = spec.num_layers
     emb, head = wb.by_component.get("embedding", 0), wb.by_component.get("lm_head", 0)
     norm = sum(t.numel for t in model_tensors(spec) if t.layer < 0 and t.role.startswith("output_norm")) * act_bytes
-    per = wb.layer_bytes if len(wb.layer_bytes) == n and sum(wb.layer_bytes) else None
+    known = len(wb.layer_bytes) == n and sum(wb.layer_bytes) > 0
+    per: tuple[int, ...] | None = tuple(wb.layer_bytes) if known else None
     layers_total = sum(per) if per is not None else max(wb.total - emb - head - norm, 0)
     layer_bytes = per if per is not None else (layers_total // n,) * n  # no per-layer bytes (a file): even
     other = max(wb.total - layers_total - emb - head - norm, 0)
