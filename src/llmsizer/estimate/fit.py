@@ -1114,8 +1114,8 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
 
 
 def count_of(r: FitResult) -> int:
-    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree)."""
-    return r.replicas * r.tensor_parallel
+    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree x pipeline stages)."""
+    return r.replicas * r.tensor_parallel * r.pipeline_parallel
 
 
 def _rate_engine(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, rate: float,
@@ -1836,8 +1836,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         **pool_reserved(tried[t])})
     if tp > per_node:
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
-                        "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
-                        "between machines, which is not modelled)")
+                        "all-reduces cross the network every layer (vLLM's docs advise tensor parallelism inside a "
+                        "machine and pipeline parallelism between machines: "
+                        + (f"--tp {per_node} --pp {tp // per_node})" if tp % per_node == 0 and eng in ("vllm", "sglang")
+                           else "--tp and --pp)"))
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)
