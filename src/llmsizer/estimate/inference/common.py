@@ -87,6 +87,9 @@ class Context:
     # the share of the model's per-token KV cache this device's pipeline stage holds (pipeline.py kv_stage_share;
     # 1: no pipeline parallelism), multiplied into the tensor-parallel share wherever an engine sizes its cache
     kv_stage_share: float = 1.0
+    # the device is on a replica's last pipeline stage (or there is none): vLLM's profile run samples only there
+    # (v1/worker/gpu_model_runner.py profile_run lines 5785-5789, vLLM 0.19.1: ``if get_pp_group().is_last_rank``)
+    last_stage: bool = True
 
 
 def running_sequences(w: InferenceWorkload, cap: int | None, admits: int | None = None) -> int:

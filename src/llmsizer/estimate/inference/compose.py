@@ -578,7 +578,8 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
     ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc,
-                  dtype=dtype, media=media, group=group, kv_stage_share=kv_share)
+                  dtype=dtype, media=media, group=group, kv_stage_share=kv_share,
+                  last_stage=stage is None or stage == w.pipeline_parallel - 1)
     if media is not None:
         ctx.details.update(media.details)
     if window is not None:

@@ -18,8 +18,9 @@ Every stage is its engine's composition over its own weights and KV cache (compo
   with the most weights also holds the most cache layers (the usual case; otherwise SGLang admits fewer).
 
 The answer is the binding stage's estimate (``worst_stage``): the fewest KV-pool tokens, else the most memory per
-device; ``details["pipeline_stages"]`` lists every stage. The profile run's activations are counted on every stage
-(vLLM's non-last ranks run no sampler: an over-count there).
+device; ``details["pipeline_stages"]`` lists every stage. vLLM's profile run samples on the last stage only
+(``v1/worker/gpu_model_runner.py`` ``profile_run`` lines 5785-5789: ``Context.last_stage``); its forward over
+max_num_batched_tokens is counted on every stage, as one stage's layers' peak is one layer's.
 """
 
 from __future__ import annotations
