@@ -21,6 +21,8 @@ OTHER_TOOLS = {
     ("train", "--device", "--train"),  # "as in `fit --train`": another llmsizer command
     ("recommend", "--request-rate", "--count"),  # "as `fit --count` of them answers it": another llmsizer command
     ("capacity import", "--scontrol", "--oneliner"),  # `scontrol show node --oneliner`
+    # vllm serve --pipeline-parallel-size, sglang --pp-size: the engines' own flags that --pp stands for
+    ("infer", "--pp", "--pipeline-parallel-size"), ("infer", "--pp", "--pp-size"),
     *((cmd, "--moe-dispatcher", "--moe-token-dispatcher-type") for cmd in ("train", "fit", "recommend")),
     *((cmd, "--ep-comm-overlap", "--overlap-moe-expert-parallel-comm")  # Megatron-LM's own flags
       for cmd in ("train", "fit", "recommend")),

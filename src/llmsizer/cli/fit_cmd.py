@@ -133,6 +133,10 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     # --tp serving: the degree each replica runs (estimate/fit.py fit's ``tensor_parallel``, as the Python API takes
     # it); left out, fit picks it from --count and --concurrency
     pinned_tp, args.tp = args.tp, None
+    # --pp serving: the pipeline stages of each replica (InferenceWorkload.pipeline_parallel), given with --tp
+    if args.pp is not None:
+        fields["pipeline_parallel"] = args.pp
+        args.pp = None
     # --gpus-per-node serving: the devices of one machine fit's layout reads (estimate/fit.py serving_machine_size:
     # the tensor-parallel degrees within a machine, the spanning warning, the GPUs one llama.cpp copy is split over,
     # --auto's too: estimate/fit.py llamacpp_copy), as a plan's resources.nodes tells it

@@ -251,6 +251,10 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     if tensor_parallel:
         g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
+        g.add_argument("--pp", "--pipeline-parallel", type=int_arg(COUNT), dest="pipeline_parallel",
+                       help="vLLM, SGLang: pipeline-parallel stages per replica (vLLM --pipeline-parallel-size, SGLang "
+                            "--pp-size), each of --tp devices, the decoder layers split over them; memory is the "
+                            f"worst stage's, per device (default {IW.pipeline_parallel})")
     g.add_argument("--n-gpu-layers", "-ngl", type=int_arg(GPU_LAYERS),
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=tokens_in(TOKENS), dest="n_ubatch", help=f"llama.cpp n_ubatch (default {LLAMACPP_N_UBATCH})")
@@ -309,7 +313,7 @@ INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dt
                     "max_mamba_cache_size", "mamba_full_memory_ratio", "mamba_radix_cache_strategy",
                     "disable_overlap_schedule", "disable_radix_cache",
                     "max_num_seqs",
-                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
+                    "max_num_batched_tokens", "tensor_parallel", "pipeline_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "allow_long_context", "gpus",
                     "split_mode",
                     "tensor_split", "n_cpu_moe", "image_min_tokens", "image_max_tokens", "metric") + MEDIA_FIELDS
@@ -454,7 +458,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tp",
                    help=f"tensor-parallel degree (default {TW.tp}; fit sizing serving: the degree of each replica, default "
                         "fit's choice)")
-    g.add_argument("--pp", type=int_arg(COUNT), help=f"pipeline-parallel stages (default {TW.pp})")
+    g.add_argument("--pp", type=int_arg(COUNT), help=f"pipeline-parallel stages (default {TW.pp}; fit sizing serving: "
+                   "vLLM / SGLang stages of each replica, given with --tp, a replica tp x pp devices)")
     g.add_argument("--virtual-stages", type=int_arg(COUNT), help="with --pp: model chunks per device of Megatron's "
                    f"interleaved schedule, for the duration's pipeline bubble (default {TW.virtual_stages}: plain 1F1B)")
     g.add_argument("--pipeline-split", choices=PIPELINE_SPLITS, help="with --pp: how the layers are split over the "
@@ -610,7 +615,8 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
 
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
 SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device", "request_rate")
-SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
+SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp",
+                "pipeline_parallel": "--pp"}
 
 
 def refuse_hardware_file_alone(args: argparse.Namespace) -> None:

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
+from ..formulas.model_parallel_time import serving_pipeline_micro_batch
+from ..formulas.network import device_share_of_node_bandwidth
 from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal, transformers_tensor_parallel_refusal
@@ -98,6 +100,7 @@ from .serving_load import (
     under_load,
 )
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode, split_prefill
+from .speed_layout import pipelined
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_needs, training_workload, with_device_notes
 from .training.setup import refuse_attention_kernel
@@ -179,6 +182,9 @@ class ServingLayout(NamedTuple):
     # llama.cpp: the GPUs one copy of the model is split over (``llamacpp_split_gpus``: those of one machine), the
     # machines replicas of it; 1 for another engine (its devices per replica are the tensor-parallel degree)
     split_gpus: int = 1
+    # pipeline stages of each replica (vLLM, SGLang: estimate/inference/pipeline.py), each of the tensor-parallel
+    # degree's devices: a replica takes tp x pipeline devices (fit does not search it: given with tensor_parallel)
+    pipeline: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
         """The degrees ``fit`` may take on this layout: 1 for replicas apart or llama.cpp (a split over one
@@ -193,7 +199,7 @@ class ServingLayout(NamedTuple):
     def replicas(self, count: int, tp: int) -> int:
         """Copies of the model on ``count`` devices at tensor parallelism ``tp``: count / the GPUs of one llama.cpp
         split (one per machine), else count / tp (every device a copy where apart: tp 1)."""
-        return max(1, count // (self.split_gpus if self.split else max(1, tp)))
+        return max(1, count // (self.split_gpus if self.split else max(1, tp) * self.pipeline))
 
 
 def serving_layout(engine: str, device: Device, count: int, per_node: int = SERVING_GPUS_PER_NODE) -> ServingLayout:
@@ -452,11 +458,19 @@ class FitResult:
         release."""
         return self.budget_left_bytes
 
+    @property
+    def pipeline_parallel(self) -> int:
+        """The pipeline stages of each replica (estimate/inference/pipeline.py: the estimate's ``pipeline_stages``);
+        1 without pipeline parallelism."""
+        stages = self.estimate.details.get("pipeline_stages") if self.estimate is not None else None
+        return len(stages) if stages else 1
+
     def to_dict(self) -> dict[str, Any]:
         return json_data({
             "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
             "device": self.device, "count": self.count, "instances": self.instances,
             "devices_text": self.devices_text, "tensor_parallel": self.tensor_parallel,
+            **({"pipeline_parallel": self.pipeline_parallel} if self.pipeline_parallel > 1 else {}),
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
@@ -546,6 +560,23 @@ def devices_text(count: int, device: str, instances: int = 1, instance: str | No
         return f"{count} x {device} ({instance}" + (f", {instances} instances)" if instances > 1 else ")")
     text = device if count == 1 else f"{count} x {device}"
     return text + (f" ({instances} {'copies' if copies else 'machines'})" if instances > 1 else "")
+
+
+def pipeline_hop_bandwidth(device: Device, instance: Instance | None, per_node: int, tp: int, pp: int,
+                           link: float | None) -> tuple[float | None, str]:
+    """One device's bandwidth for a serving pipeline's sends between stages, and its words: within one machine the
+    link between its devices; across machines the device's share of its machine's network (formulas/network.py eq.
+    (8), as training's point-to-point: estimate/model_parallel.py), without one known the link inside a machine (a
+    lower bound of the time, said)."""
+    inside = f"the link inside a machine ({link / 1e9:.0f} GB/s)" if link else "no link known (not counted)"
+    if tp * pp <= per_node:
+        return link, inside
+    if instance is not None and instance.network is not None:
+        share = device_share_of_node_bandwidth(float(instance.network.base), per_node)
+        return share, (f"one device's share of {instance.id}'s network, {instance.network.base / 1e9:.0f} GB/s / "
+                       f"{per_node} ({share / 1e9:.1f} GB/s, formulas/network.py eq. 8)")
+    return link, (inside + ": the stages span machines and no network between them is known (give an instance "
+                  "with one), a lower bound of the sends' time")
 
 
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
@@ -1083,8 +1114,8 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
 
 
 def count_of(r: FitResult) -> int:
-    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree)."""
-    return r.replicas * r.tensor_parallel
+    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree x pipeline stages)."""
+    return r.replicas * r.tensor_parallel * r.pipeline_parallel
 
 
 def _rate_engine(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, rate: float,
@@ -1477,6 +1508,16 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
         if n % pinned:
             raise FieldError("tensor_parallel", f"tensor_parallel {pinned} does not divide the {n} devices (the others "
                              "run replicas of it): give a divisor of the count, or leave it out for fit's choice")
+    pp = int(workload.get("pipeline_parallel") or 1)
+    if pp > 1:  # (the engine and the model are checked by the estimate: estimate/inference/pipeline.py)
+        if pinned is None:
+            raise FieldError("pipeline_parallel", f"pipeline_parallel {pp}: give tensor_parallel too (fit does not "
+                             "search pipeline layouts): each replica is tensor_parallel x pipeline_parallel devices",
+                             also=("tensor_parallel",))
+        if n % (pinned * pp):
+            raise FieldError("pipeline_parallel", f"tensor_parallel {pinned} x pipeline_parallel {pp} does not divide "
+                             f"the {n} devices (the others run replicas of it)", also=("tensor_parallel", "count"))
+        layout = layout._replace(pipeline=pp)
     tp_options = [pinned] if pinned is not None else layout.tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
@@ -1621,13 +1662,20 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 _SPEED_MODELS[key] = (spec, device, m)
             return m
 
-        if t > 1 and not links:
+        if (t > 1 or layout.pipeline > 1) and not links:
             links.append(link_bandwidth_for(device, instance, hardware_files))
         link = links[0] if t > 1 else None
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
         per = per_replica(concurrency, layout.replicas(n, t))
         per = per if running is None else max(1, min(per, running))
         per = per if exact is None else exact
+        if layout.pipeline > 1:  # the whole model at one micro-batch, then the stages in turn (eqs. PP3-PP4)
+            micro = serving_pipeline_micro_batch(per, layout.pipeline)
+            sp = _speed_cached(spec, device, t, wf, pr, out, micro, kvd, "latent", link, states, ub, kvu, same, eng,
+                               engine_version, mesh, model, group, other, enc, attention)
+            bw, why = pipeline_hop_bandwidth(device, instance, per_node, t, layout.pipeline,
+                                             links[0] if links else None)
+            return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
                              engine_version, mesh, model, group, other, enc, attention)
 
@@ -1788,8 +1836,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         **pool_reserved(tried[t])})
     if tp > per_node:
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
-                        "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
-                        "between machines, which is not modelled)")
+                        "all-reduces cross the network every layer (vLLM's docs advise tensor parallelism inside a "
+                        "machine and pipeline parallelism between machines: "
+                        + (f"--tp {per_node} --pp {tp // per_node})" if tp % per_node == 0 and eng in ("vllm", "sglang")
+                           else "--tp and --pp)"))
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)

@@ -12,8 +12,10 @@ from typing import Any
 from ..errors import InputError
 from ..formulas import encoder_decoder_serving as ED
 from ..formulas import hf_cache_traffic as HC
+from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, inference_forward_bytes_per_token
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
+from ..formulas.model_parallel_time import serving_pipeline_step
 from ..formulas.speed import PhaseTime, Roofline, host_overlapped_step, phase_roofline, phase_time, prefill_flops
 from ..formulas.tensor_parallel import (
     activation_split,
@@ -486,3 +488,37 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
                          concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
                          details, serving, s.engine_version, R.TRANSFORMERS if s.launch_host else None,
                          s.engine == "transformers")
+
+
+def pipelined(sp: SpeedEstimate, concurrency: int, pp: int, hidden: int, bandwidth: float | None,
+              bandwidth_why: str) -> SpeedEstimate:
+    """One replica's speed over ``pp`` serving pipeline stages from ``sp``, its tensor-parallel speed of the whole
+    model at the micro-batch of eq. PP3 (formulas/model_parallel_time.py ``serving_pipeline_micro_batch``; ``sp``'s
+    concurrency): a step of eq. PP4 (``serving_pipeline_step``: the stages in turn, ``pp - 1`` sends of each
+    device's 2 b h a / tp hidden-state slice at ``bandwidth`` [B/s] one device's, ``bandwidth_why`` saying whose),
+    ``concurrency`` sequences each getting one token a step (the ``pp`` micro-batches in flight in turn). The single
+    stream and one prompt's prefill (TTFT) cross the same ``pp - 1`` boundaries (a prompt's hidden states, its
+    tokens x 2 h a / tp)."""
+    a = DTYPE_BYTES.get(sp.compute_dtype, 2)
+    tp = sp.tensor_parallel
+
+    def hop(tokens: int) -> float:  # eq. PP4's boundary crossings of ``tokens`` hidden states, all pp - 1 of them
+        return serving_pipeline_step(0.0, 2.0 * tokens * hidden * a / tp, bandwidth, pp)
+
+    def over(p: PhaseTime | None, tokens: int) -> PhaseTime | None:
+        if p is None:
+            return None
+        extra = hop(tokens)
+        return replace(p, seconds=p.seconds + extra, comm_seconds=p.comm_seconds + extra)
+
+    b = sp.concurrency
+    note = Assumption("pipeline_parallel", pp, False,
+                      f"{pp} stages of {tp} device(s): a decode step is the stages in turn at micro-batches of {b} of "
+                      f"the {concurrency} running sequences (vLLM keeps {pp} batches in flight) plus {pp - 1} "
+                      f"hidden-state send(s) at {bandwidth_why} (formulas/model_parallel_time.py eqs. PP3-PP4); "
+                      "each stage's host step and the receiver's all-gather not counted apart")
+    return replace(sp, count=tp * pp, concurrency=concurrency, decode=over(sp.decode, b),
+                   decode_single=over(sp.decode_single, 1), prefill=over(sp.prefill, sp.prompt_tokens),
+                   assumptions=(*sp.assumptions, note),
+                   details={**sp.details, "pipeline_parallel": pp, "pipeline_micro_batch": b,
+                            "pipeline_hop_seconds": hop(b)})

@@ -553,3 +553,45 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
                              bubble_fraction(stages, micro_batches, virtual), tp_bandwidth, p2p_bandwidth,
                              dp_bandwidth, micro_batches, tp_overlap, tp_hidden_seconds, exposed, fsdp is not None,
                              tp_pipelined_seconds if tp_overlap else None)
+
+
+def serving_pipeline_micro_batch(concurrency: int, pp: int) -> int:
+    """Sequences in one micro-batch of a serving pipeline of ``pp`` stages at ``concurrency`` running sequences:
+    the engine keeps up to ``pp`` batches in flight (vLLM 0.19.1 ``v1/executor/multiproc_executor.py`` lines 469-472:
+    ``max_concurrent_batches`` is ``pipeline_parallel_size``, "PP requires PP-size concurrent batches to fill the
+    pipeline"; ``v1/engine/core.py`` ``step_with_batch_queue`` lines 421-535 schedules the next batch from the
+    requests not already in flight while earlier ones run), so the running sequences split into
+    m = min(C, pp) micro-batches of
+
+        b = ceil(C / m)                                                                                      (PP3)
+
+    >>> serving_pipeline_micro_batch(1, 2), serving_pipeline_micro_batch(64, 2), serving_pipeline_micro_batch(3, 2)
+    (1, 32, 2)
+    """
+    if concurrency < 1 or pp < 1:
+        raise InputError("concurrency and pipeline stages must be >= 1")
+    return -(-concurrency // min(concurrency, pp))
+
+
+def serving_pipeline_step(pass_seconds: float, hop_bytes: float, bandwidth: float | None, pp: int) -> float:
+    """Seconds of one decode step of a micro-batch through ``pp`` serving pipeline stages [s]:
+
+        t_step = sum_s t_s(b) + (pp - 1) (2 b h a / tp) / B_p2p                                               (PP4)
+
+    ``pass_seconds``: sum_s t_s(b), the stages' times at the micro-batch of b sequences (each stage reads its own
+    layers' weights and KV: together one tensor-parallel step of the whole model at b); ``hop_bytes``: what one
+    device sends the next stage, 2 b h a / tp (vLLM 0.19.1 ``models/llama.py`` lines 430-433: a stage before the
+    last returns ``IntermediateTensors`` of hidden_states and residual, b x h each; ``v1/worker/gpu_worker.py``
+    lines 824-829 ``isend_tensor_dict(..., all_gather_group=get_tp_group())``: each tensor-parallel rank sends a
+    1/tp slice and the receiver all-gathers it, ``distributed/parallel_state.py`` lines 821-825; that all-gather
+    inside the machine not counted); ``bandwidth`` B_p2p [B/s] one device's (None: not counted). As eq. (P2)'s training point-to-point, the latency term is not counted. Every sequence gets
+    one token per t_step; the m micro-batches in flight (eq. PP3) each return a token per t_step, so the replica
+    puts out C / t_step tokens/s while each stage's busy time m t_s stays within t_step (stages of equal work).
+
+    >>> serving_pipeline_step(0.010, 1e6, 50e9, 2)
+    0.01002
+    """
+    if pp < 1:
+        raise InputError("pipeline stages must be >= 1")
+    hop = hop_bytes / bandwidth if bandwidth else 0.0
+    return pass_seconds + (pp - 1) * hop

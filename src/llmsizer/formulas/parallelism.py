@@ -416,3 +416,56 @@ def gathered_layer_bytes(layer_weight_bytes: list[int], shard_ways: int) -> int:
         return 0
     largest = sorted(layer_weight_bytes, reverse=True)[: 1 + FSDP_PREFETCH_LAYERS]
     return sum(largest) - sum(shard(x, shard_ways) for x in largest)
+
+
+def serving_stage_layers(num_layers: int, pp: int, engine: str) -> tuple[range, ...]:
+    """The decoder layers each of ``pp`` serving pipeline stages builds (no layer-partition environment variable).
+
+    vLLM 0.19.1 ``vllm/distributed/utils.py`` ``get_pp_indices`` (lines 95-140): ``num_layers // pp`` each, the
+    remainder one each to the stages before the last, from the second-to-last backwards (``partitions[-i] += 1`` for
+    i in 2 .. remainder + 1: the last holds the final norm and lm_head); ``VLLM_PP_LAYER_PARTITION`` (lines 111-122)
+    overrides it, not modelled. SGLang 0.5.23 ``sglang/srt/distributed/utils.py`` ``get_pp_indices`` (lines
+    110-150): the remainder one each to the last ``remainder`` stages (``SGLANG_PP_LAYER_PARTITION`` not modelled).
+
+    >>> [len(r) for r in serving_stage_layers(61, 2, "vllm")], [len(r) for r in serving_stage_layers(61, 2, "sglang")]
+    ([31, 30], [30, 31])
+    >>> [len(r) for r in serving_stage_layers(126, 4, "vllm")]
+    [31, 32, 32, 31]
+    """
+    if not 1 <= pp <= num_layers:
+        raise InputError(f"pipeline_parallel {pp} must be between 1 and the model's {num_layers} decoder layers")
+    base, extra = divmod(num_layers, pp)
+    counts = [base] * pp
+    if engine == "sglang":
+        for i in range(pp - extra, pp):
+            counts[i] += 1
+    else:
+        for i in range(2, extra + 2):
+            counts[-i] += 1
+    starts = [0, *accumulate(counts)]
+    return tuple(range(starts[k], starts[k + 1]) for k in range(pp))
+
+
+def serving_stage_weight_bytes(layer_bytes: Sequence[int], layers: range, stage: int, pp: int, embedding: int,
+                               lm_head: int, final_norm: int, other: int, tied: bool) -> int:
+    """Weight bytes one device of serving pipeline stage ``stage`` of ``pp`` holds [B]:
+
+        W_s = sum(layer_bytes[i] for i in layers) + [s = 0 or (tied and s = pp - 1)] embedding
+              + [s = pp - 1] (lm_head + final_norm) + [s = 0] other                                        (PP1)
+
+    ``layer_bytes``: each decoder layer's bytes on one device (after tensor parallelism); ``embedding``,
+    ``lm_head``, ``final_norm``: those tensors' bytes on one device; ``other``: the rest outside the decoder layers
+    (a vision tower, a projector), taken on the first stage. vLLM 0.19.1 ``models/llama.py`` lines 373-391: the first
+    rank builds ``embed_tokens`` (and the last too when the embeddings are tied, its ``lm_head`` then
+    ``tie_weights`` to it, lines 538-553), the last rank the final ``norm`` and ``lm_head``; every other rank a
+    ``PPMissingLayer`` (``models/utils.py`` lines 613-658, ``make_layers`` builds only the stage's layers);
+    ``models/deepseek_v2.py`` lines 1167-1187, 1342-1350 the same (untied).
+
+    >>> serving_stage_weight_bytes([10] * 4, range(0, 2), 0, 2, 100, 100, 1, 7, False)
+    127
+    >>> serving_stage_weight_bytes([10] * 4, range(2, 4), 1, 2, 100, 0, 1, 7, True)
+    121
+    """
+    last = stage == pp - 1
+    return (sum(layer_bytes[i] for i in layers) + (embedding if stage == 0 or (tied and last) else 0)
+            + ((lm_head + final_norm) if last else 0) + (other if stage == 0 else 0))

@@ -312,7 +312,8 @@ def fit_headline(r: FitResult) -> str:
     # one copy's GPUs (a llama.cpp split: one machine's, specs/training.py llamacpp_split_gpus; the machines replicas)
     per = r.count // max(1, r.replicas)
     split = (r.estimate.details.get("split") if r.estimate is not None else None) if per > 1 else None
-    par = f"{split['split_mode']} split over {per} GPUs" if split else f"TP {r.tensor_parallel}"
+    par = f"{split['split_mode']} split over {per} GPUs" if split else f"TP {r.tensor_parallel}" + (
+        f" x PP {r.pipeline_parallel}" if r.pipeline_parallel > 1 else "")
     return (f"{r.model} on {r.devices_text}: {'FITS' if r.fits else 'DOES NOT FIT'}  "
             f"[{r.engine}, {r.weights_format}, {par}"
             + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]")

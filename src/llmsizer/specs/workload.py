@@ -354,13 +354,31 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
         raise InputError(unknown_choice("metric", metric, MEMORY_METRICS))
 
 
+# engines whose serving splits a replica's decoder layers over pipeline stages (vLLM --pipeline-parallel-size,
+# SGLang --pp-size); llama.cpp splits layers over one machine's GPUs its own way (gpus, split_mode) and transformers'
+# serving has no pipeline stages
+PIPELINE_ENGINES = ("vllm", "sglang")
+
+
+def refuse_pipeline_engine(engine: str | None, device: str | None) -> None:
+    """One line where pipeline_parallel > 1 meets an engine or device that does not take it (None: not decided)."""
+    if engine is not None and engine not in PIPELINE_ENGINES:
+        raise FieldError("pipeline_parallel", also=("engine",), message=(
+            f"pipeline_parallel applies to vLLM (--pipeline-parallel-size) and SGLang (--pp-size), not {engine}"
+            + (": llama.cpp splits layers over one machine's GPUs itself (gpus N, split_mode layer)"
+               if engine == "llamacpp" else "")))
+    if device == "cpu":
+        raise FieldError("pipeline_parallel", "pipeline_parallel applies to GPUs (vLLM, SGLang), not device cpu")
+
+
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
     ("cuda_memory", DEVICE_MEMORY), ("headroom", HEADROOM), ("gpu_memory_utilization", UTILIZATION),
     ("mem_fraction_static", UTILIZATION), ("group_size", GROUP_SIZE), ("paged_block_size", COUNT),
     ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
-    ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
+    ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("pipeline_parallel", COUNT),
+    ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE), ("max_mamba_cache_size", COUNT),
     ("mamba_full_memory_ratio", MEMORY_RATIO), ("gpu_capability", COUNT), ("image_min_tokens", IMAGE_TOKENS),
     ("image_max_tokens", IMAGE_TOKENS))
@@ -434,7 +452,8 @@ class InferenceWorkload:
     # the command line's and the web API's spellings of fields named otherwise here (specs/given.py: a Python
     # caller who writes one is told the field's name)
     # (a class attribute, not a field: unannotated)
-    OTHER_NAMES = {"tp": "tensor_parallel", "ubatch": "n_ubatch", "block_size": "paged_block_size",
+    OTHER_NAMES = {"tp": "tensor_parallel", "pp": "pipeline_parallel", "ubatch": "n_ubatch",
+                   "block_size": "paged_block_size",
                    "ngl": "n_gpu_layers", "max_running_requests": "max_num_seqs",
                    "precision": "dtype"}  # a request file's inference job says precision (request/fields.py)
     # training's words: a Python caller sizing a fine-tune through fit / estimate_inference is sent to training's
@@ -484,6 +503,10 @@ class InferenceWorkload:
     # vLLM / SGLang started with the env var that lets them run past the model's window (estimate/context_window.py)
     allow_long_context: bool = False
     tensor_parallel: int = 1  # devices one model replica is sharded over (Megatron-style TP); memory is per device
+    # pipeline stages one replica's decoder layers are split over (vLLM --pipeline-parallel-size, SGLang --pp-size),
+    # each stage tensor_parallel devices: a replica takes tensor_parallel x pipeline_parallel devices; memory is the
+    # worst stage's (estimate/inference/pipeline.py)
+    pipeline_parallel: int = 1
     gpus: int = 1  # llama.cpp: GPUs one model is split over (layer or row split); memory is per GPU
     split_mode: str | None = None  # llama.cpp -sm: none | layer | row; None: layer
     tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts proportions per GPU; None: by free memory
@@ -530,7 +553,7 @@ class InferenceWorkload:
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:
             raise FieldError("mem_fraction_static", f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
         for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size",
-                     "tensor_parallel"):
+                     "tensor_parallel", "pipeline_parallel"):
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise FieldError(name, f"{name} must be positive, got {v}")
@@ -633,6 +656,8 @@ class InferenceWorkload:
             raise FieldError(llamacpp_only[0], also=tuple(llamacpp_only[1:]),
                              message=f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} "
                              "shards a model with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
+        if self.pipeline_parallel > 1:
+            refuse_pipeline_engine(self.engine, self.device)
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                         ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
                                         ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]

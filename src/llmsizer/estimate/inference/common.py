@@ -84,6 +84,12 @@ class Context:
     # what an engine's composition sized that its figures at the concurrency read, where it can re-derive them at
     # another concurrency (vllm.py ``vllm_at_concurrency``: its sizing and admitted sequences); None: it cannot
     load: Any = None
+    # the share of the model's per-token KV cache this device's pipeline stage holds (pipeline.py kv_stage_share;
+    # 1: no pipeline parallelism), multiplied into the tensor-parallel share wherever an engine sizes its cache
+    kv_stage_share: float = 1.0
+    # the device is on a replica's last pipeline stage (or there is none): vLLM's profile run samples only there
+    # (v1/worker/gpu_model_runner.py profile_run lines 5785-5789, vLLM 0.19.1: ``if get_pp_group().is_last_rank``)
+    last_stage: bool = True
 
 
 def running_sequences(w: InferenceWorkload, cap: int | None, admits: int | None = None) -> int:
@@ -138,7 +144,7 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
                   indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv,
                   sliding_block_size=sliding_block, latent_cache=prof.dsa_latent_cache, **layout)
     tp = ctx.w.tensor_parallel
-    share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent", prof.name)
+    share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent", prof.name) * ctx.kv_stage_share
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
     if kv.sliding_layers:
         layers += f" + {kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens"

@@ -28,7 +28,7 @@ from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, VLLM_FP32_GATE, vllm_
 from ...result import Assumption, Estimate, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.training import default_mamba_path
-from ...specs.workload import ENGINE_NAMES, check_pool_shares
+from ...specs.workload import ENGINE_NAMES, check_pool_shares, refuse_pipeline_engine
 from ...units import format_bytes
 from .. import engines as E
 from .. import ranges as R
@@ -441,6 +441,11 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         return Estimate("inference", spec.name, items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
     check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
+    if w.pipeline_parallel > 1:  # each stage composed by itself; the binding one answers (pipeline.py eq. PP2)
+        from .pipeline import pipeline_refusal, worst_stage
+        refuse_pipeline_engine(str(w.engine), w.device)
+        pipeline_refusal(spec, w)
+        return worst_stage(spec, w, lambda stage: _finish(spec, _compose(spec, w, None, stage)))
     key = _sized_key(spec, w)
     ctx = _resized(spec, w, key) if key is not None else None
     if ctx is None:
@@ -464,10 +469,12 @@ def _with_media(w: InferenceWorkload, media: Media | None) -> InferenceWorkload:
     return w if media is None else dataclasses.replace(w, context=w.context + media.tokens)
 
 
-def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None) -> Context:
+def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
+             stage: int | None = None) -> Context:
     """The engine's composition of ``w`` (its items, assumptions, warnings and details), before ``_finish``; with
     ``key`` (``_sized_key``), kept for ``_resized`` where the engine can re-derive its figures at another
-    concurrency (``Context.load``)."""
+    concurrency (``Context.load``); with ``stage``, one device of that pipeline stage of ``w.pipeline_parallel``
+    (pipeline.py: its weights, eq. PP1, and its layers' share of the KV cache)."""
     acc = Acc()
     profile = E.serving_profile(str(w.engine), w.device, w.gpu_runtime, w.gpu_capability)  # SGLang's DSA row by GPU
     acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))
@@ -479,6 +486,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None)
     if w.tensor_parallel > 1 or "tensor_parallel" in given:  # the devices the weights and KV heads are split over
         acc.assume("tensor_parallel", 1, w.tensor_parallel if "tensor_parallel" in given else None,
                    "one device per replica (InferenceWorkload's default)")
+    if w.pipeline_parallel > 1 or "pipeline_parallel" in given:  # the stages the decoder layers are split over
+        acc.assume("pipeline_parallel", 1, w.pipeline_parallel if "pipeline_parallel" in given else None,
+                   "one pipeline stage per replica (InferenceWorkload's default)")
     media = media_in_context(spec, w, acc)
     w = _with_media(w, media)
     acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
@@ -518,7 +528,13 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None)
                              "machine's, with split_mode layer|row", also=("gpus", "split_mode"))
         wb = shard_weights(served, wb, w.tensor_parallel, act_bytes, str(w.engine), group, fused,
                            capability=capability)
-        acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
+        if stage is None:
+            acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
+    kv_share = 1.0
+    if stage is not None:
+        from .pipeline import kv_stage_share, stage_layers, stage_weights
+        wb = stage_weights(spec, wb, w, stage, act_bytes)
+        kv_share = kv_stage_share(spec, stage_layers(spec, w)[stage])
     kvd = _kv_dtype(w, profile, dtype, acc, spec)
     window = engine_window(spec, str(w.engine))
     refusal = _window_notes(spec, w, window, acc)
@@ -562,7 +578,8 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None)
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
     ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc,
-                  dtype=dtype, media=media, group=group)
+                  dtype=dtype, media=media, group=group, kv_stage_share=kv_share,
+                  last_stage=stage is None or stage == w.pipeline_parallel - 1)
     if media is not None:
         ctx.details.update(media.details)
     if window is not None:

@@ -76,8 +76,9 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     (kv_cache_configurator.py:3073-3076); with it on, for an explicit no_buffer (mamba_hook.py:156-160): both refused.
     With the radix cache off (``disable_radix_cache``) no strategy is resolved (overrides.py:473-474) nor buffer kept
     (model_override_base.py:260-265) and s = 1 (kv_cache_configurator.py:3063-3064); a strategy given with it is
-    refused (not read). Not modelled: pipeline parallelism (which turns the overlap scheduler off after the strategy
-    is resolved: arg_groups/pipeline.py:302, s = 4), page_size > 1 of a Mamba hybrid (sm100 backends), SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK
+    refused (not read). Not modelled (pipeline parallelism of a hybrid is refused, estimate/inference/pipeline.py):
+    pipeline parallelism (which turns the overlap scheduler off after the strategy is resolved:
+    arg_groups/pipeline.py:302, s = 4), page_size > 1 of a Mamba hybrid (sm100 backends), SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK
     (base 2, :3066-3068).
     ``--max-mamba-cache-size`` K (arg_groups/fields/schedule.py:216-219, an int, unset by default) replaces the
     split: ``if max_mamba_cache_size is not None`` (:3303-3307) takes K as it is and the ratio is not read (its
@@ -96,7 +97,8 @@ Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
     stops SGLang ("Loaded weights leave no GPU memory for the KV cache", :3039-3058); K <= 0 also (:3392-3402), and a
     ratio r <= 0 leaves the split no slot: both refused as inputs (numbers.py COUNT, MEMORY_RATIO). Only one of the
     two is read, so giving both is refused (specs/workload.py). Not modelled: speculative decoding's intermediate
-    states, attention data parallelism (K // attn_dp_size per shard, :3306), pipeline parallelism's per-stage share.
+    states, attention data parallelism (K // attn_dp_size per shard, :3306), pipeline parallelism's per-stage share (refused
+    for a hybrid: estimate/inference/pipeline.py).
 (3m) A model with no attention layer (a pure Mamba-2 / Mamba model: Mamba2ForCausalLM, MambaForCausalLM,
     FalconMambaForCausalLM are served, models/mamba2.py:178-262, models/mamba.py:28-33, configs/model_config.py:
     156-164 PURE_SSM_ARCHITECTURES) takes eq. (2b) as a hybrid does (its config is mambaish: configs/hybrid_arch.py:
@@ -395,7 +397,7 @@ def compose_sglang(ctx: Context) -> None:
     refuse_mamba_settings(ctx)
     tp = w.tensor_parallel
     mla = spec.mla is not None
-    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    share = kv_fraction_per_device(spec, tp, mla_latent=True) * ctx.kv_stage_share  # pipeline.py
     one_token = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent", indexer_cache=ctx.profile.dsa_indexer_cache,
                          latent_cache=ctx.profile.dsa_latent_cache)  # the device's DSA row (E.serving_profile)
     ds_row = ds_mla_bytes_per_token_layer(spec, ctx.kv_dtype, "fp8_ds_mla")

@@ -177,7 +177,8 @@ def compose_vllm(ctx: Context) -> None:
                    "releases before V1's Mamba support (on main from July 2025, vllm-project/vllm PR #20499 "
                    "'Update V1 docs for Mamba models'; about 0.10) served hybrid models on the V0 engine, whose "
                    "profile forward had attention metadata and ran the chunked scan: not modelled")
-    sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
+    # the sampler's dummy run: on the last pipeline stage only (Context.last_stage)
+    sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT) if ctx.last_stage else 0
     act = max(fwd.peak_bytes, sampler)
     encoder = ""
     profile = vllm_profile_images(ctx, mnbt, mns)
@@ -197,8 +198,9 @@ def compose_vllm(ctx: Context) -> None:
         "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
         formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}"
                 + (f" (recurrent mixer {format_bytes(fwd.mixer_bytes)}, eqs. V1-V3)" if fwd.mixer_bytes else "")
-                + f", sampler {min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
-                f"{format_bytes(sampler)}{encoder})",
+                + (f", sampler {min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
+                   f"{format_bytes(sampler)}" if ctx.last_stage else ", no sampler before the last pipeline stage")
+                + f"{encoder})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
                "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"
                + ("; recurrent mixers: formulas/vllm_mixer_profile.py" if fwd.mixer_bytes else "")))
@@ -208,7 +210,7 @@ def compose_vllm(ctx: Context) -> None:
              f"{E.CURRENT_VERSION['vllm']})")
     non_torch = (E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH).expected
     fixed = ctx.wb.total + act + non_torch + E.VLLM_CUDA_GRAPHS.expected
-    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    share = kv_fraction_per_device(spec, tp, mla_latent=True) * ctx.kv_stage_share  # pipeline.py
     # a sliding layer keeps window - 1 + max_num_batched_tokens tokens and one spare block; a chunked-local one
     # (Llama 4) chunk + max_num_batched_tokens and no spare block (v1/kv_cache_interface.py SlidingWindowSpec,
     # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
@@ -562,7 +564,7 @@ def _hybrid_pages(ctx: Context, block: int) -> tuple[int, int]:
                                               ctx.profile.conv_state_window)
     if not spec.kv_cache_layers:
         return block, math.ceil(state_page)
-    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    share = kv_fraction_per_device(spec, tp, mla_latent=True) * ctx.kv_stage_share  # pipeline.py
     attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.kv_cache_layers * share
     align = max(E.VLLM_KERNEL_BLOCK_ALIGNMENT, block)
     hybrid_block = align * math.ceil(state_page / (align * attn_1tok))

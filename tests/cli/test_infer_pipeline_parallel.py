@@ -1,0 +1,57 @@
+"""`infer --pp` and `fit --tp T --pp P` (issue #16: vLLM --pipeline-parallel-size, SGLang --pp-size): the flags,
+the layout (a replica is tp x pp devices), and bad input as one line, exit 2.
+
+Independent truth: DeepSeek-R1's config.json (61 decoder layers: vLLM 0.19.1 get_pp_indices gives 31/30 over 2
+stages, tests/estimate/test_serving_pipeline_parallel.py rebuilds it); 16 devices at TP 8 x PP 2 are one replica."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_capture import run, run_json
+
+
+def _one_line(*argv: str) -> str:
+    code, out, err = run(*argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, (code, out[-200:], err)
+    return err.removeprefix("llmsizer: error: ").rstrip("\n")
+
+
+def test_infer_help_lists_pp():
+    code, out, _ = run("infer", "--help")
+    assert code == 0 and "--pp PIPELINE_PARALLEL" in out and "--pipeline-parallel-size" in out
+
+
+def test_infer_pp_answers_the_worst_stage():
+    code, data = run_json("infer", "deepseek-r1", "--device", "h100", "--tp", "8", "--pp", "2")
+    assert code == 0
+    stages = data["details"]["pipeline_stages"]
+    assert [s["layers"] for s in stages] == [[0, 30], [31, 60]]
+    assert data["details"]["devices_per_replica"] == 16
+    assert data["details"]["admitted_sequences"] == min(s["admitted_sequences"] for s in stages)
+
+
+def test_fit_pp_layout_and_speed():
+    code, data = run_json("fit", "deepseek-r1", "--device", "h100", "--count", "16", "--tp", "8", "--pp", "2",
+                          "--concurrency", "64")
+    assert code == 0
+    assert data["tensor_parallel"] == 8 and data["pipeline_parallel"] == 2 and data["replicas"] == 1
+    speed = data["speed"]
+    assert speed["count"] == 16 and speed["details"]["pipeline_micro_batch"] == 32  # 64 in 2 batches (eq. PP3)
+    code, out, _ = run("fit", "deepseek-r1", "--device", "h100", "--count", "32", "--tp", "8", "--pp", "2")
+    assert "TP 8 x PP 2, 2 replicas" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("infer", "llama-3.1-8b", "--engine", "llamacpp", "--pp", "2"), "--pp applies to vLLM"),
+    (("infer", "llama-3.1-8b", "--engine", "transformers", "--pp", "2"), "not transformers"),
+    (("infer", "llama-3.1-8b", "--device", "cpu", "--pp", "2"), "--pp"),
+    (("infer", "llama-3.1-8b", "--pp", "0"), "--pp"),
+    (("infer", "llama-3.1-8b", "--pp", "two"), "--pp"),
+    (("infer", "llama-3.1-8b", "--engine", "vllm", "--pp", "33"), "exceeds the model's 32 decoder layers"),
+    (("infer", "gemma-3-27b-it", "--engine", "vllm", "--pp", "2"), "one kind of KV cache"),
+    (("fit", "llama-3.1-8b", "--device", "h100", "--count", "2", "--pp", "2"), "give --tp too"),
+    (("fit", "llama-3.1-8b", "--device", "h100", "--count", "4", "--tp", "2", "--pp", "3"), "does not divide"),
+])
+def test_bad_input_one_line(argv, words):
+    assert words in _one_line(*argv)
