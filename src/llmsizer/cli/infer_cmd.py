@@ -79,11 +79,14 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     if args.max_context or args.max_concurrency:
         from ..estimate.inference.reverse import max_concurrency, max_context, reverse_notes
 
-        memory: Any = workload.memory  # None: the reverse questions say a budget is needed
-        # the device's kind and the engine as the estimate decided them (a named device's memory is in `memory`)
+        # the fields the estimate was asked with, as they were given: a named device stays named (its memory and
+        # CUDA's total of it are the core's, estimate/device.py), --memory stays a given budget (CUDA's total taken as
+        # it). Handing the named device's memory on as a given budget asked another question: vLLM's pool then read
+        # 79.65 GiB, not the device's CUDA total 79.18 GiB, and deepseek-r1 at TP 16 on h100 answered 96 sequences
+        # beside the estimate's 94 (servepp report). The engine is the one the estimate chose.
+        memory: Any = fields.get("memory")  # None: a named device's memory, else the budget is asked for
         rest = {k: v for k, v in fields.items() if k != "memory"}
-        rest.update(device=workload.device, gpu_runtime=workload.gpu_runtime, gpu_capability=workload.gpu_capability,
-                    engine=workload.engine)
+        rest["engine"] = workload.engine
         if args.max_context:
             reverse["max_context"] = max_context(spec, memory, **{k: v for k, v in rest.items() if k != "context"})
             if "media_tokens" in est.details:  # text tokens above; each sequence holds its images' too (media.py)
