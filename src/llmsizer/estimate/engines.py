@@ -86,6 +86,26 @@ VLLM_NON_TORCH_TP = Span(int(0.3 * GiB), int(0.55 * GiB), int(0.8 * GiB),
 # other rows in tests/validation/test_vllm_logs.py.
 VLLM_SAMPLER_BYTES_PER_LOGIT = 38.9
 
+# The releases whose V1 sampler runs top-k/top-p through FlashInfer by default on CUDA when FlashInfer is installed
+# (the vllm/vllm-openai images and gpustack/runner's cuda-vllm images install it: gpustack/runner pack/cuda/Dockerfile
+# @abc9b3e VLLM_VERSION=0.10.2, VLLM_FLASHINFER_VERSION=0.3.0; a bare `pip install vllm` of these releases does not,
+# FlashInfer being the [flashinfer] extra of the 0.10.2 wheel): vllm/v1/sample/ops/topk_topp_sampler.py
+# ``elif envs.VLLM_USE_FLASHINFER_SAMPLER is not False: self.forward = self.forward_cuda`` (0.10.1.1 line 41, 0.10.2
+# line 49, 0.11.0 line 46; the variable unset is None). vllm-project/vllm#26859 ('Disable FlashInfer sampler by
+# default', merged 2025-10-15, after 0.11.0) made it opt-in: 0.14.1 and 0.19.1 take forward_native unless
+# VLLM_USE_FLASHINFER_SAMPLER=1 (line 35 of each). The 0.11.1 and 0.11.2 releases carry #26859 but a release is
+# (major, minor) here: 0.11 is taken as 0.11.0's rule. Earlier releases (V0, the first V1 ones) are not read: they
+# keep the native constant above.
+VLLM_FLASHINFER_SAMPLER_RELEASES = ((0, 10), (0, 11))
+# Bytes per logit the dummy sampler holds on the FlashInfer path beside the model-dtype logits: three float32
+# copies. gpu_model_runner._dummy_sampler_run (0.10.2 line 2849) keeps compute_logits' logits (model dtype) while
+# the sampler runs with top_k = vocab - 1 and top_p = 0.9 (lines 2859-2860, so both filters); Sampler.forward makes
+# float32 logits (sampler.py line 87: copy 1; temperature divides them in place, line 134); forward_cuda calls
+# flashinfer.sampling.top_k_top_p_sampling_from_logits (topk_topp_sampler.py line 251), which in flashinfer 0.3.0
+# (flashinfer/sampling.py lines 980-981) takes masked_logits = top_k_mask_logits(logits, top_k) (torch.empty_like,
+# line 374: copy 2) and probs = torch.softmax(masked_logits) (copy 3), then samples from probs without a sort.
+VLLM_SAMPLER_FLASHINFER_FP32_COPIES = 3
+
 
 @dataclass(frozen=True)
 class EngineProfile:

@@ -145,6 +145,25 @@ def _mxfp4_experts(ctx: Context) -> None:
     ctx.wb = replace(ctx.wb, total=ctx.wb.total + extra, by_storage=storage)
 
 
+def sampler_bytes_per_logit(ctx: Context) -> tuple[float, str]:
+    """Bytes the profile run's dummy sampler holds per logit (num_reqs x vocab) and what says so: on vLLM 0.10-0.11
+    over CUDA (FlashInfer top-k/top-p sampling by default, estimate/engines.py VLLM_FLASHINFER_SAMPLER_RELEASES) the
+    model-dtype logits plus three float32 copies (VLLM_SAMPLER_FLASHINFER_FP32_COPIES); otherwise the PyTorch-native
+    sort's figure derived from the llm-d logs (VLLM_SAMPLER_BYTES_PER_LOGIT)."""
+    w = ctx.w
+    capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability, w.engine, ctx.spec.model_type,
+                                    ctx.fmt)
+    if E.release("vllm", w.engine_version) in E.VLLM_FLASHINFER_SAMPLER_RELEASES and capability != 0:
+        per = ctx.act_bytes + 4 * E.VLLM_SAMPLER_FLASHINFER_FP32_COPIES
+        why = (f"FlashInfer top-k/top-p sampling, vLLM's default on CUDA in 0.10-0.11 with FlashInfer installed (as in "
+               f"the vllm-openai image; a pip install without the [flashinfer] extra sorts natively, "
+               f"{E.VLLM_SAMPLER_BYTES_PER_LOGIT} B per logit): {ctx.act_bytes} B model-dtype logits + "
+               f"{E.VLLM_SAMPLER_FLASHINFER_FP32_COPIES} float32 copies")
+        ctx.acc.assumptions.append(Assumption("vllm_sampler", "flashinfer", True, why))
+        return per, "FlashInfer"
+    return E.VLLM_SAMPLER_BYTES_PER_LOGIT, "native sort"
+
+
 def compose_vllm(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
     _mxfp4_experts(ctx)
@@ -178,7 +197,8 @@ def compose_vllm(ctx: Context) -> None:
                    "'Update V1 docs for Mamba models'; about 0.10) served hybrid models on the V0 engine, whose "
                    "profile forward had attention metadata and ran the chunked scan: not modelled")
     # the sampler's dummy run: on the last pipeline stage only (Context.last_stage)
-    sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT) if ctx.last_stage else 0
+    per_logit, sampler_path = sampler_bytes_per_logit(ctx) if ctx.last_stage else (0.0, "")
+    sampler = int(min(mns, mnbt) * spec.vocab_size * per_logit)
     act = max(fwd.peak_bytes, sampler)
     encoder = ""
     profile = vllm_profile_images(ctx, mnbt, mns)
@@ -198,11 +218,12 @@ def compose_vllm(ctx: Context) -> None:
         "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
         formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}"
                 + (f" (recurrent mixer {format_bytes(fwd.mixer_bytes)}, eqs. V1-V3)" if fwd.mixer_bytes else "")
-                + (f", sampler {min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
+                + (f", sampler {min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {per_logit:g} B ({sampler_path}) "
                    f"{format_bytes(sampler)}" if ctx.last_stage else ", no sampler before the last pipeline stage")
                 + f"{encoder})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
-               "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"
+               "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT), or on FlashInfer's path read from vLLM 0.10.2 and "
+               "flashinfer 0.3.0 (VLLM_SAMPLER_FLASHINFER_FP32_COPIES)"
                + ("; recurrent mixers: formulas/vllm_mixer_profile.py" if fwd.mixer_bytes else "")))
     acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
              formula="non-torch allocations counted in the pool (NCCL buffers with TP, cuBLAS)")
