@@ -1344,6 +1344,18 @@ VLLM_V1_HOST_STEP_SECONDS = Factor(
 # named in the prefill_under_load assumption. The default for every HTTP-serving engine (estimate/engines.py
 # API_SERVER_SECONDS). What H does not cover: the server's work per output token (detokenizing, one SSE chunk per
 # token) and per step, which is why one request's requests/s (SL02, the same run) is still 27 % above the measured.
+# Not one constant across releases, endpoints and models (issue #12; not modelled, no input names what it needs):
+# vLLM 0.11.0's /v1/chat/completions re-parses the model's Jinja chat template on every request, on the server's
+# event loop (entrypoints/openai/serving_engine.py:791 apply_hf_chat_template -> entrypoints/chat_utils.py:1627
+# resolve_chat_template_kwargs, 1575-1599: a new sandboxed Environment, env.parse, find_undeclared_variables; no
+# cache), except for gpt-oss, whose prompt harmony renders in Rust (serving_chat.py:146, 260, 1564-1590); vLLM 0.19.1
+# caches that parse (renderers/hf.py:372-383, 429); SGLang 0.5.5.post1 detects the template's format once at start
+# (managers/template_manager.py:126) and renders a compiled, cached template (its pinned transformers 4.57.1,
+# utils/chat_template_utils.py:392 lru_cache _compile_jinja_template).
+# Parsing Qwen3's 4.1 KB template with the same calls takes 12-13 ms (min of 200) on a shared Xeon, rendering it
+# 0.03 ms. The short chat bursts agree (1000 requests of 128 in / 4 out at once, one H100): vLLM 0.11 Qwen3-14B 44.0
+# req/s (22.7 ms each, SL42), vLLM 0.11 gpt-oss-20b 213 (4.7 ms, SL48), SGLang Qwen3-14B-FP8 128 (7.8 ms, SL52). SL01
+# and SL23 use the completions endpoint (no template); the host CPU's speed, which scales all of it, no row names.
 VLLM_API_SERVER_SECONDS = Factor(
     "vllm_api_server_seconds_per_request", 0.0, 22.47e-3, 2 * 22.47e-3,
     "calibrated (expected): vLLM 0.23.0 Qwen2.5-0.5B-Instruct 1 x L4, one request, 256 + 128 tokens, median TTFT "
