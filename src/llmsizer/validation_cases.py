@@ -2050,7 +2050,8 @@ SERVING_LOAD_NO_BAND = "a serving-load row: llmsizer prints no calibrated range 
 
 def serving_fit(r: dict[str, str], concurrency: int, speed: bool = True) -> Any:
     """fit's answer for serving row ``r`` at ``concurrency`` requests (its model, device, engine and release, weights,
-    prompt + generated tokens; the defaults for the row's GPU), the speed at the release's host rule when ``speed``:
+    prompt + generated tokens; the defaults for the row's GPU; its release, which both the memory (vLLM 0.10-0.11's
+    FlashInfer sampler, estimate/engines.py) and the speed's host rule read), the speed when ``speed``:
     the one answer a user gets (``fit`` / ``plan`` / the web), whose burst figure (``details['burst']``,
     estimate/fit.py ``burst_figure``) a row of more requests than the engine admits is judged by."""
     from .estimate.engines import CURRENT_VERSION
@@ -2061,7 +2062,7 @@ def serving_fit(r: dict[str, str], concurrency: int, speed: bool = True) -> Any:
     return fit(r["catalog_model"], r["device"], int(r["gpus"]), engine=r["engine"], weights=r["dtype"], kv_dtype=kv,
                context=int(r["prompt"]) + int(r["generated"]), output_tokens=int(r["generated"]),
                concurrency=concurrency, speed=speed,
-               engine_version=r["engine_version"] if speed and r["engine"] in CURRENT_VERSION else None)
+               engine_version=r["engine_version"] if r["engine"] in CURRENT_VERSION else None)
 
 
 def serving_admission(r: dict[str, str], concurrency: int) -> tuple[int, int | None]:
