@@ -68,8 +68,27 @@ def test_without_the_field_there_is_no_pipeline() -> None:
     assert "pipeline_parallel" not in job.to_dict()["hardware"]  # as fit --json leaves it out
 
 
+def test_stages_alone_take_fit_s_degree(capsys: pytest.CaptureFixture[str]) -> None:
+    """pipeline_parallel without tensor_parallel: fit's choice of each stage's degree (`fit --pp 2`), among the
+    degrees t whose replicas of t x 2 devices fill the 16 (t in 1, 2, 4, 8: by hand, the divisors of 16 / 2)."""
+    job = plan_of(job_yaml("inference", body("pipeline_parallel: 2")))
+    _, fit = answer(["fit", MODEL, "--device", "h100-sxm", "--count", "16", "--engine", "vllm", "--pp", "2", *LOAD,
+                     "--concurrency", "64"], capsys)
+    ranked = fit["details"]["tensor_parallel_layouts"]
+    assert sorted((d["tensor_parallel"], d["replicas"]) for d in ranked) == [(1, 8), (2, 4), (4, 2), (8, 1)]
+    assert (job.hardware.tensor_parallel, job.hardware.pipeline_parallel, job.hardware.replicas) == \
+        (fit["tensor_parallel"], 2, fit["replicas"])
+    assert job.section("memory").value("memory_per_device") == fit["memory_per_device"]
+
+
+def test_the_field_needs_named_devices() -> None:
+    text = job_yaml("inference", f"model: {{name: {MODEL}}}\npipeline_parallel: 2")
+    with pytest.raises(InputError, match="pipeline_parallel: lays out the devices named in resources"):
+        parse_request(text, source="t.yaml")
+
+
 @pytest.mark.parametrize("extra,engine,message", [
-    ("pipeline_parallel: 2", "vllm", "pipeline_parallel: give tensor_parallel too"),
+    ("pipeline_parallel: 3", "vllm", "pipeline_parallel 3 does not divide the 16 devices"),
     ("tensor_parallel: 8\npipeline_parallel: 3", "vllm",
      "pipeline_parallel: tensor_parallel 8 x pipeline_parallel 3 does not divide the 16 devices"),
     ("tensor_parallel: 1\npipeline_parallel: 2", "llamacpp", "pipeline_parallel applies to vLLM"),

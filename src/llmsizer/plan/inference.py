@@ -324,7 +324,7 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
                          headroom=job.resources.headroom)
 
     def size(tp: int | None) -> FitResult | None:  # (a None degree: the search drops it, fit's choice)
-        stages = pipeline_of(job) if tp is not None else {}  # (the request's stages with its degree, fit's rule)
+        stages = pipeline_of(job)  # the request's stages, at its degree or fit's choice of one (estimate/fit.py)
         option = best_option_on(spec, device, count, constraints=limits, engine=job.engine, tensor_parallel=tp,
                                 **fields, **stages)
         if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format, option.engine):
@@ -359,9 +359,7 @@ def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None
     rates = open_rates(job)  # a load stated as a rate: fit's open arrivals (which need the speed: the in flight)
 
     def size(tp: int | None) -> FitResult:
-        # (the request's stages go with its degree: fit takes pipeline_parallel only with tensor_parallel)
-        on = replace(job, tensor_parallel=tp, pipeline_parallel=job.pipeline_parallel if tp is not None else None)
-        return _fit(spec, device, count, on, fmt, job.engine, context, concurrency,
+        return _fit(spec, device, count, replace(job, tensor_parallel=tp), fmt, job.engine, context, concurrency,
                     output, hardware_files, memory, speed=False, rate=("peak", rates[1]) if rates else None)
     try:
         return at_jobs_degree(job, size)
