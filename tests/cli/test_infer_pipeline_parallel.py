@@ -42,6 +42,24 @@ def test_fit_pp_layout_and_speed():
     assert "TP 8 x PP 2, 2 replicas" in out.splitlines()[0]
 
 
+def test_fit_pp_without_tp_chooses_each_stage_s_degree():
+    """`fit --pp 2` on 16 devices: fit ranks the degrees t whose replicas of t x 2 fill them (1, 2, 4, 8: by hand the
+    divisors of 16 / 2; 16 / (t x 2) replicas each) and takes one by its rule; its answer is `fit --tp T --pp 2`'s."""
+    argv = ("fit", "deepseek-r1", "--device", "h100", "--count", "16", "--concurrency", "64")
+    code, data = run_json(*argv, "--pp", "2")
+    assert code == 0 and data["pipeline_parallel"] == 2
+    ranked = data["details"]["tensor_parallel_layouts"]
+    assert sorted((d["tensor_parallel"], d["pipeline_parallel"], d["replicas"]) for d in ranked) == [
+        (t, 2, 16 // (2 * t)) for t in (1, 2, 4, 8)]
+    tp = data["tensor_parallel"]
+    assert data["replicas"] == 16 // (2 * tp)
+    _, pinned = run_json(*argv, "--pp", "2", "--tp", str(tp))
+    assert pinned["memory_per_device"] == data["memory_per_device"]
+    assert pinned["speed"]["tokens_per_second"] == data["speed"]["tokens_per_second"]
+    code, out, _ = run(*argv, "--pp", "2")
+    assert f"TP {tp} x PP 2" in out.splitlines()[0] and "TP 4 x PP 2 x 2:" in out
+
+
 @pytest.mark.parametrize("argv, words", [
     (("infer", "llama-3.1-8b", "--engine", "llamacpp", "--pp", "2"), "--pp applies to vLLM"),
     (("infer", "llama-3.1-8b", "--engine", "transformers", "--pp", "2"), "not transformers"),
@@ -50,7 +68,7 @@ def test_fit_pp_layout_and_speed():
     (("infer", "llama-3.1-8b", "--pp", "two"), "--pp"),
     (("infer", "llama-3.1-8b", "--engine", "vllm", "--pp", "33"), "exceeds the model's 32 decoder layers"),
     (("infer", "gemma-3-27b-it", "--engine", "vllm", "--pp", "2"), "one kind of KV cache"),
-    (("fit", "llama-3.1-8b", "--device", "h100", "--count", "2", "--pp", "2"), "give --tp too"),
+    (("fit", "llama-3.1-8b", "--device", "h100", "--count", "3", "--pp", "2"), "--pp 2 does not divide the 3 devices"),
     (("fit", "llama-3.1-8b", "--device", "h100", "--count", "4", "--tp", "2", "--pp", "3"), "does not divide"),
 ])
 def test_bad_input_one_line(argv, words):

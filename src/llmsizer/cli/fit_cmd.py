@@ -133,7 +133,8 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     # --tp serving: the degree each replica runs (estimate/fit.py fit's ``tensor_parallel``, as the Python API takes
     # it); left out, fit picks it from --count and --concurrency
     pinned_tp, args.tp = args.tp, None
-    # --pp serving: the pipeline stages of each replica (InferenceWorkload.pipeline_parallel), given with --tp
+    # --pp serving: the pipeline stages of each replica (InferenceWorkload.pipeline_parallel); without --tp, fit picks
+    # each stage's degree as it picks --tp (estimate/fit.py _fit_setup: the degrees of count / pp)
     if args.pp is not None:
         fields["pipeline_parallel"] = args.pp
         args.pp = None

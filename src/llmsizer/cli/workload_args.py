@@ -459,7 +459,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    help=f"tensor-parallel degree (default {TW.tp}; fit sizing serving: the degree of each replica, default "
                         "fit's choice)")
     g.add_argument("--pp", type=int_arg(COUNT), help=f"pipeline-parallel stages (default {TW.pp}; fit sizing serving: "
-                   "vLLM / SGLang stages of each replica, given with --tp, a replica tp x pp devices)")
+                   "vLLM / SGLang stages of each replica, a replica tp x pp devices; without --tp, fit's choice of tp)")
     g.add_argument("--virtual-stages", type=int_arg(COUNT), help="with --pp: model chunks per device of Megatron's "
                    f"interleaved schedule, for the duration's pipeline bubble (default {TW.virtual_stages}: plain 1F1B)")
     g.add_argument("--pipeline-split", choices=PIPELINE_SPLITS, help="with --pp: how the layers are split over the "

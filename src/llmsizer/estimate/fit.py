@@ -183,7 +183,7 @@ class ServingLayout(NamedTuple):
     # machines replicas of it; 1 for another engine (its devices per replica are the tensor-parallel degree)
     split_gpus: int = 1
     # pipeline stages of each replica (vLLM, SGLang: estimate/inference/pipeline.py), each of the tensor-parallel
-    # degree's devices: a replica takes tp x pipeline devices (fit does not search it: given with tensor_parallel)
+    # degree's devices: a replica takes tp x pipeline devices (fit does not search it: given, with or without a degree)
     pipeline: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
@@ -1042,7 +1042,10 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
-    options = layout.tensor_parallel_options(spec, n, per_node)
+    pp = int(workload.get("pipeline_parallel") or 1)  # stages given: each degree's replicas of t x pp devices
+    if n % pp:
+        return None  # (fit refuses it with its own line)
+    options = layout.tensor_parallel_options(spec, n // pp, per_node)
     within = [t for t in options if t <= per_node]
     if len(options) < 2:
         return None
@@ -1088,14 +1091,15 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
         cap = answers[t].details.get("rate_capacity")
         return -1.0 if cap is None else float(cap)
     n = count_of(answers[min(answers)])
+    pp = int(workload.get("pipeline_parallel") or 1)  # the stages of each replica (layout_words)
     rateless: str | None = None  # fit's own why of its rate-less layout, where it decides
     if any(carried(t) > 0 for t in answers):
         tp = max(answers, key=lambda t: (carried(t), -t))
-        others = "; ".join(f"TP {t} x {n // t}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
+        others = "; ".join(f"{layout_words(t, n, pp)}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
                            for t in sorted(answers, key=lambda t: (-carried(t), t)) if t != tp)
-        how = (f"TP {tp} x {n // tp}: carries the most of the layouts, about {carried(tp):.3g} requests/s, though "
+        how = (f"{layout_words(tp, n, pp)}: carries the most of the layouts, about {carried(tp):.3g} requests/s, though "
                f"not {rate:g} (every layout refuses it; each one's capacity, requests/s: {others}); ") if others else (
-               f"TP {tp} x {n // tp}: the one layout within a machine, about {carried(tp):.3g} requests/s, not "
+               f"{layout_words(tp, n, pp)}: the one layout within a machine, about {carried(tp):.3g} requests/s, not "
                f"{rate:g} (at a rate fit takes the layouts within a machine; a degree across machines only where "
                "every layout within refuses the rate); ")
     else:  # fits on no layout: fit's rate-less choice of layout (its memory verdict alone decides)
@@ -1105,7 +1109,7 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
             answers[tp] = fit(model, hardware, count, **{**pinned, "tensor_parallel": tp}, request_rate=rate,
                               **workload)
         rateless = next((a.why for a in free.assumptions if a.name == "tensor_parallel"), "")
-        how = (f"TP {tp} x {n // tp}: no layout carries any rate, so none carries {rate:g} (each one's capacity "
+        how = (f"{layout_words(tp, n, pp)}: no layout carries any rate, so none carries {rate:g} (each one's capacity "
                f"is 0 or unknown: it fits on none); the layout fit takes without a rate, ")
     r = answers[tp]
     said = tuple(replace(a, default=True, why=how + (a.why.removeprefix("given; ") if rateless is None else rateless))
@@ -1510,15 +1514,17 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
                              "run replicas of it): give a divisor of the count, or leave it out for fit's choice")
     pp = int(workload.get("pipeline_parallel") or 1)
     if pp > 1:  # (the engine and the model are checked by the estimate: estimate/inference/pipeline.py)
-        if pinned is None:
-            raise FieldError("pipeline_parallel", f"pipeline_parallel {pp}: give tensor_parallel too (fit does not "
-                             "search pipeline layouts): each replica is tensor_parallel x pipeline_parallel devices",
-                             also=("tensor_parallel",))
-        if n % (pinned * pp):
+        if pinned is not None and n % (pinned * pp):
             raise FieldError("pipeline_parallel", f"tensor_parallel {pinned} x pipeline_parallel {pp} does not divide "
                              f"the {n} devices (the others run replicas of it)", also=("tensor_parallel", "count"))
+        if n % pp:
+            raise FieldError("pipeline_parallel", f"pipeline_parallel {pp} does not divide the {n} devices (each "
+                             f"replica is its {pp} stages times each stage's tensor-parallel devices, the others "
+                             "replicas of it)", also=("count",))
         layout = layout._replace(pipeline=pp)
-    tp_options = [pinned] if pinned is not None else layout.tensor_parallel_options(spec, n, per_node)
+    # the stages given without a degree: fit chooses each stage's among those whose replicas of t x pp devices fill
+    # the count (the options of count / pp: t divides it exactly when t x pp divides the count), by its one rule
+    tp_options = [pinned] if pinned is not None else layout.tensor_parallel_options(spec, n // pp, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
@@ -1729,7 +1735,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if request_rate is None:
             # each layout's output at this load, as fit reports the one it takes: its prompts' prefill competing with
             # its decode where the engine batches continuously (under_load, formulas/serving_queue.py eqs. Q5b, Q7)
-            layout_tps = {t: replicas_tokens_per_second(under_load(speed_at(t, first, cap), eng, chunk), n // t,
+            layout_tps = {t: replicas_tokens_per_second(under_load(speed_at(t, first, cap), eng, chunk),
+                                                        layout.replicas(n, t),
                                                         concurrency)
                           for t in rankable}
         else:
@@ -1740,7 +1747,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             for t in rankable:  # each layout's admitted count (vLLM: at one sequence, its verdict derived)
                 if t not in tried:
                     tried[t] = sized(t, 1 if probe else None)
-                    at_share = vllm_fits_at(tried[t], per_replica(concurrency, n // t)) if probe else None
+                    at_share = vllm_fits_at(tried[t], per_replica(concurrency, layout.replicas(n, t))) if probe \
+                        else None
                     if at_share is None:
                         tried[t] = sized(t)
                     else:
@@ -1751,7 +1759,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             for t in rankable if rate_layouts is None else ():
                 admitted = admitted_per_replica(tried[t].details)
                 running = cap if admitted is None else admitted
-                layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / (n // t), chunk,
+                layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / layout.replicas(n, t), chunk,
                                            layout_grid(t, first, admitted, chunk))
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
@@ -1809,12 +1817,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         assumptions.append(Assumption("tensor_parallel", tp, False, f"given; {spread}"))
     elif len(tp_options) > 1 and layout_w and tp in layout_w and fitted.get(tp):
         assumptions.append(Assumption("tensor_parallel", tp, True, rate_layout_why(
-            tp, n, per_node, request_rate or 0.0, layout_w, fitted) + "; " + spread))
+            tp, n, per_node, request_rate or 0.0, layout_w, fitted, layout.pipeline) + "; " + spread))
     elif len(tp_options) > 1:
         assumptions.append(Assumption("tensor_parallel", tp, True, tensor_parallel_why(
             tp, n, per_node, concurrency, within, across, layout_tps, fitted,
             f"each degree divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
-            "heads split or replicated evenly (vLLM's rule)") + "; " + spread))
+            "heads split or replicated evenly (vLLM's rule)" + (
+                f", times the {layout.pipeline} pipeline stages given dividing them" if layout.pipeline > 1 else ""),
+            layout.pipeline) + "; " + spread))
     elif tp > 1:  # the one degree the devices allow: the fit's, not the user's (the estimate was passed it)
         assumptions.append(Assumption("tensor_parallel", tp, True, f"the one degree the {n} devices allow; {spread}"))
     # each layout ranked, fastest first (the choice above): the text's line; none where there was no ranking (one
@@ -1825,7 +1835,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     layouts = []
     for t in (*fastest_first(layout_tps), *(t for t in within if t not in layout_tps)) if ranked_by_speed else ():
         need, offered = verdict_need(tried[t], on_cpu)
-        layouts.append({"tensor_parallel": t, "replicas": n // t, "tokens_per_second": layout_tps.get(t),
+        layouts.append({"tensor_parallel": t, **({"pipeline_parallel": layout.pipeline} if layout.pipeline > 1 else {}),
+                        "replicas": layout.replicas(n, t), "tokens_per_second": layout_tps.get(t),
                         "fits": fitted[t], "memory_per_device": need_per_device(tried[t], on_cpu)[0],
                         "budget_per_device": int(tried[t].details["memory_budget"]),
                         "verdict_need_per_device": need, "verdict_budget_per_device": offered,
@@ -2154,43 +2165,49 @@ def quickest_first(seconds: dict[int, float]) -> list[int]:
     return sorted(seconds, key=lambda t: (seconds[t], t))
 
 
+def layout_words(t: int, count: int, pp: int = 1) -> str:
+    """A serving layout as fit's words name it: 'TP 8 x 2' (degree x replicas), 'TP 8 x PP 2 x 1' with pipeline
+    stages (each replica t x pp devices: ``ServingLayout.replicas``)."""
+    return f"TP {t} x {count // t}" if pp <= 1 else f"TP {t} x PP {pp} x {count // (t * pp)}"
+
+
 def rate_layout_why(tp: int, count: int, per_node: int, rate: float, seconds: dict[int, float],
-                    fits: dict[int, bool]) -> str:
+                    fits: dict[int, bool], pp: int = 1) -> str:
     """Why ``fit`` took ``tp`` at a request rate: the quickest layout that fits (``quickest_first``), each other
-    degree's mean request seconds beside it."""
+    degree's mean request seconds beside it (``pp``: the pipeline stages of each replica, ``layout_words``)."""
     def said(t: int) -> str:
         w = seconds[t]
-        return (f"TP {t} x {count // t}: " + (f"{w:.3g} s a request" if math.isfinite(w) else "past its capacity")
+        return (f"{layout_words(t, count, pp)}: " + (f"{w:.3g} s a request" if math.isfinite(w) else "past its capacity")
                 + (", fits" if fits.get(t) else ", does not fit" if t in fits else ", not sized"))
     others = "; ".join(said(t) for t in quickest_first(seconds) if t != tp)
     if not others:  # one degree within a machine (one-device instances): no degree across machines at a rate
-        return (f"TP {tp} x {count // tp}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the one layout "
+        return (f"{layout_words(tp, count, pp)}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the one layout "
                 f"within a machine of {per_node} (at a rate fit takes the layouts within a machine, each at its own "
                 f"answer, ``rate_layout_seconds``: a degree across machines only where every layout within refuses the "
                 f"rate)")
-    return (f"TP {tp} x {count // tp}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the quickest that fits "
+    return (f"{layout_words(tp, count, pp)}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the quickest that fits "
             f"within a machine of {per_node} (the rule at a rate: every stable layout puts out the rate's tokens/s, so "
             f"the least mean request time, TTFT + the wait for admission + the output's steps, each replica at its "
             f"share of the rate, formulas/serving_queue.py eqs. Q10, Q13; {others})")
 
 
 def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, within: list[int], across: list[int],
-                        layout_tps: dict[int, float | None], fits: dict[int, bool], rule: str) -> str:
+                        layout_tps: dict[int, float | None], fits: dict[int, bool], rule: str, pp: int = 1) -> str:
     """Why ``fit`` took tensor parallelism ``tp`` (its ``tensor_parallel`` assumption): the fastest layout that fits
     within one machine, each other degree's tokens/s beside it (fastest first; 'does not fit' where it was sized and
     does not), or the smallest across machines that fits, or none fits; then ``rule``."""
     seqs = f"{concurrency} sequence{'s' if concurrency != 1 else ''}"
     if tp in within and fits.get(tp) and len(within) > 1 and layout_tps.get(tp) is not None:
         best = float(layout_tps[tp] or 0)
-        others = "; ".join([f"TP {t} x {count // t}: {float(layout_tps[t] or 0):,.0f} tokens/s, "
+        others = "; ".join([f"{layout_words(t, count, pp)}: {float(layout_tps[t] or 0):,.0f} tokens/s, "
                             + ("fits" if fits.get(t) else "does not fit" if t in fits else "not sized")
                             + (" (a tie: the smaller degree taken)" if fits.get(t) and t > tp
                                and float(layout_tps[t] or 0) == best else "")
                             + (" (a tie: fits at the expected need only, so the degree that fits at its high end "
                                "taken)" if fits.get(t) and t < tp and float(layout_tps[t] or 0) == best else "")
                             for t in fastest_first(layout_tps) if t != tp]
-                           + [f"TP {t} x {count // t} does not fit" for t in within if t not in layout_tps])
-        how = (f"TP {tp} x {count // tp}: {best:,.0f} output tokens/s at {seqs}, the fastest that fits within a "
+                           + [f"{layout_words(t, count, pp)} does not fit" for t in within if t not in layout_tps])
+        how = (f"{layout_words(tp, count, pp)}: {best:,.0f} output tokens/s at {seqs}, the fastest that fits within a "
                f"machine of {per_node} (the rule: the most output tokens/s of all replicas together among the "
                f"layouts that fit, a tie to the smaller degree that fits at its high end too; {others}): each layout's tokens/s at this load from "
                "the speed model, idle replicas adding none")

@@ -165,7 +165,7 @@ def from_option(o: Option, res: Resources, ctx: PlanContext) -> tuple[Hardware, 
     basis = ("on-demand, from `llmsizer recommend`" if price is not None else "unknown: no catalog price")
     return Hardware("suggested", device.id, device.name, device.kind, count, nodes, instance.id if instance else None,
                     usable, price, basis, res.pool, link, node_bw, o.engine or None, o.tensor_parallel,
-                    o.replicas), device, instance
+                    replicas=o.replicas), device, instance
 
 
 def none_hardware(res: Resources) -> Hardware:

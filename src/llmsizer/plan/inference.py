@@ -93,11 +93,21 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
                    output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
                    dtype=job.precision, tensor_parallel=pinned, speed=speed or rate is not None, fits_at=fits_at,
                    hardware_files=hardware_files, gpus_per_node=per_node, **job.media.fields(),
-                   **engine_settings(job, engine))
+                   **pipeline_of(job, layout), **engine_settings(job, engine))
     except FieldError as e:
         if rate is None or e.field != "request_rate":
             raise
         raise rate_refusal(e, rate[0]) from None
+
+
+def pipeline_of(job: InferenceJob, layout: FitResult | None = None) -> dict[str, Any]:
+    """fit's ``pipeline_parallel`` for the job: the stages of each replica of ``layout`` (the peak load's fit, whose
+    deployment every load is timed on), else the job's own ``pipeline_parallel`` (`fit --pp`); nothing without a
+    pipeline. fit makes each replica ``tensor_parallel`` x ``pipeline_parallel`` devices (estimate/fit.py
+    ``ServingLayout.replicas``, the one home of the devices per replica): the plan reads its replicas and devices
+    per replica (count / replicas) from fit's answer, never from the degree alone."""
+    pp = layout.pipeline_parallel if layout is not None else job.pipeline_parallel or 1
+    return {"pipeline_parallel": pp} if pp > 1 else {}
 
 
 def open_rates(job: InferenceJob) -> tuple[float, float] | None:
@@ -275,9 +285,13 @@ def at_jobs_degree(job: InferenceJob, size: Callable[[int | None], FitResult | N
         return None
     if pin is None:
         return Alternative(r, "")
+    stages = r.pipeline_parallel
+    taken = f"TP {r.tensor_parallel}" + (f" x PP {stages}" if stages > 1 else "")
     if why is None:
-        return Alternative(r, f"TP {r.tensor_parallel}, the request's tensor_parallel (`--tp {pin}`)")
-    return Alternative(r, f"TP {r.tensor_parallel}, fit's choice: the request's tensor_parallel {pin} does not hold "
+        return Alternative(r, f"{taken}, the request's tensor_parallel"
+                              + (f" and pipeline_parallel (`--tp {pin} --pp {stages}`)" if stages > 1 else
+                                 f" (`--tp {pin}`)"))
+    return Alternative(r, f"{taken}, fit's choice: the request's tensor_parallel {pin} does not hold "
                           f"on these devices, fit refuses it: {why}")
 
 
@@ -310,12 +324,13 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
                          headroom=job.resources.headroom)
 
     def size(tp: int | None) -> FitResult | None:  # (a None degree: the search drops it, fit's choice)
+        stages = pipeline_of(job)  # the request's stages, at its degree or fit's choice of one (estimate/fit.py)
         option = best_option_on(spec, device, count, constraints=limits, engine=job.engine, tensor_parallel=tp,
-                                **fields)
+                                **fields, **stages)
         if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format, option.engine):
             return None
         return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
-                   headroom=job.resources.headroom, tensor_parallel=tp, **fields)
+                   headroom=job.resources.headroom, tensor_parallel=tp, **fields, **stages)
     try:
         return at_jobs_degree(job, size)
     except InputError:  # the device cannot run the workload at all (no sourced memory, an engine it refuses)
@@ -485,8 +500,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                          rate=("typical", rates[0]) if rates else None, per_node=fit_per_node)
         except InputError as e:
             if isinstance(e, FieldError) and (e.field == "tensor_parallel" and job.tensor_parallel is not None
+                                              or e.field == "pipeline_parallel" and job.pipeline_parallel is not None
                                               or e.field.startswith("traffic.requests_per_second")):
-                raise  # the job's own tensor_parallel (fit's one rule) or rate refused: bad input at its line
+                raise  # the job's own tensor_parallel / pipeline_parallel (fit's one rule) or rate refused: bad
+                # input at its line
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
         stated = job.traffic.requests_per_second.worst
@@ -516,7 +533,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas
             # the layout fit chose, as fit --json names it: a llama.cpp split is tensor parallel 1 over its devices
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
-                             "tensor_parallel": f_peak.tensor_parallel, "replicas": replicas})
+                             "tensor_parallel": f_peak.tensor_parallel,
+                             "pipeline_parallel": f_peak.pipeline_parallel, "replicas": replicas})
     if hw is None:
         hw = none_hardware(job.resources)
     # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a
@@ -615,10 +633,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         _pool_figures(mem, f_peak.estimate.details, ENGINE_NAMES.get(engine, engine),
                       _tokens_words(ctx_peak, media_tokens), per_replica(conc_peak, replicas))
     split = need_est.details.get("split") if need_est else None
+    staged = hw.pipeline_parallel > 1  # each replica TP x PP devices: the estimate answers for its binding stage
     w_dev = (max(int(d["weights"]) for d in split["devices"] if d["device"] != "host") if split else
              need_est.details.get("weights_bytes") if need_est else None)
     mem.add("weights", "weights per device", w_dev, "B",
-            f"{fmt_used}" + ((f", the fullest GPU of a {tp}-GPU split" if split else f", / TP {tp}") if tp > 1 else ""))
+            f"{fmt_used}" + ((f", the fullest GPU of a {tp}-GPU split" if split else f", / TP {tp}") if tp > 1 and not staged
+                             else f", the binding one of {hw.pipeline_parallel} pipeline stages, / TP {hw.tensor_parallel}"
+                             if staged else ""))
     # fit's names (docs/nomenclature.md): the estimate's device total and budget, a pool engine's reservation, and what
     # the verdict compared (the workload's need; capacity books memory_per_device, what the engine takes); memory_need / memory_budget: deprecated aliases
     # of the verdict's two, kept for one release

@@ -142,6 +142,9 @@ class Hardware:
     node_bandwidth: float | None = None  # of each machine to the others [B/s]
     engine: str | None = None
     tensor_parallel: int = 1
+    # pipeline stages of each replica (fit's pipeline_parallel: a replica is tensor_parallel x pipeline_parallel devices,
+    # count / replicas); 1: none, left out of the JSON as fit --json leaves it out
+    pipeline_parallel: int = 1
     replicas: int = 1
     # the devices of one machine where they are not the count's equal share: bare devices named with no
     # resources.nodes are machines of fit's size (plan/hardware.py ``machine_size``: 12 are 8 + 4); 0: count / nodes
@@ -178,7 +181,8 @@ class Hardware:
                             copies=self.replicas == self.nodes and bool(self.engine))
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "machine_devices"}  # said as per_node
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__  # machine_devices: said as per_node
+             if k != "machine_devices" and (k != "pipeline_parallel" or self.pipeline_parallel > 1)}
         # the memory of one device before any headroom is `device_memory` (docs/nomenclature.md), not fit's
         # memory_per_device (what a workload takes of it); the old key is a deprecated alias, kept for one release
         d["device_memory"] = self.memory_per_device

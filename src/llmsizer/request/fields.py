@@ -464,6 +464,11 @@ INFERENCE = (
       "attention heads divide by it, its KV heads split or replicate evenly; one larger than a machine's devices spans machines, taken with a warning: its all-reduces cross the "
       "network; 1 on CPUs and Apple chips, and for llama.cpp, which splits layers instead; default: fit's choice, "
       "the most output tokens/s of all replicas together among the layouts that fit)", 2, bounds=COUNT, template=False, kinds=("inference",)),
+    F("pipeline_parallel", "int", "pipeline stages of each replica, as `fit --pp` (vLLM --pipeline-parallel-size, "
+      "SGLang --pp-size): each stage tensor_parallel devices holding its share of the layers, a replica "
+      "tensor_parallel x pipeline_parallel devices (vLLM and SGLang on GPUs, the devices in resources; without "
+      "tensor_parallel, fit's choice of it among the degrees whose replicas fill the devices; default 1: no "
+      "pipeline)", 2, bounds=COUNT, template=False, kinds=("inference",)),
     F("engine_version", "str", "the engine's release (vllm, sglang), e.g. '0.10.1': its host work per decode step, "
       "which the speed follows (default: the current release)", "0.10.1", template=False, kinds=("inference",)),
     F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,

@@ -697,6 +697,10 @@ class _Reader:
             self.jerr(i, j, "tensor_parallel", "pins the layout of the devices named in resources; give "
                       "resources.device or resources.instance (without them the plan searches hardware, each "
                       "option on fit's own layout)")
+        if j.pipeline_parallel is not None and not j.resources.given:  # (the rest of its rule is fit's, at plan time)
+            self.jerr(i, j, "pipeline_parallel", "lays out the devices named in resources in stages; give "
+                      "resources.device or resources.instance (without them the plan searches hardware, each option "
+                      "on fit's own layout)")
         if j.resources.headroom is not None and j.engine is not None:  # the workload's own rule (SGLang keeps none)
             try:
                 InferenceWorkload(engine=j.engine, headroom=j.resources.headroom)

@@ -362,7 +362,11 @@ class InferenceJob(_JobBase):
     engine: str | None = None
     engine_version: str | None = None  # vllm/sglang release (InferenceWorkload.engine_version); None: the current
     kv_cache_dtype: str | None = None
-    tensor_parallel: int | None = None  # devices per replica (fit's tensor_parallel, `fit --tp`); None: fit's choice
+    tensor_parallel: int | None = None  # devices per stage of a replica (fit's tensor_parallel, `fit --tp`); None: fit's
+    # choice
+    # pipeline stages of each replica (fit's pipeline_parallel, `fit --pp`; vLLM, SGLang): a replica is tensor_parallel x
+    # pipeline_parallel devices; None: 1 (no pipeline)
+    pipeline_parallel: int | None = None
     engine_settings: EngineSettings = field(default_factory=EngineSettings)
     adapters: Adapters = field(default_factory=Adapters)
     media: Media = field(default_factory=Media)

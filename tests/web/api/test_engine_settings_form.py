@@ -30,8 +30,11 @@ NOT_APPLICABLE: dict[str, str] = {
                  "(state.js TRAIN_AS), whose choices hold flex, which serving refuses; the API field takes it"}
 # flags of `infer` whose --help says they are one engine's but are not ENGINE_SETTINGS fields: dest -> the section's
 # control for it (llama.cpp --gpus, the GPUs -sm / -ts split over; named apart from the training tab's 'gpus'; the
-# other engines' --tp, named by its dest apart from the training tab's 'tp': test_web_serving_tensor_parallel.py)
-ENGINE_FLAG_NOT_A_SETTING = {"gpus": "infer_gpus", "tensor_parallel": "tensor_parallel"}
+# other engines' --tp, named by its dest apart from the training tab's 'tp': test_web_serving_tensor_parallel.py;
+# vLLM's and SGLang's --pp, named by its dest apart from the training tab's 'pp', web/pages.py ENGINE_COUNTS:
+# tests/web/browser/test_browser_serving_pipeline_parallel.py)
+ENGINE_FLAG_NOT_A_SETTING = {"gpus": "infer_gpus", "tensor_parallel": "tensor_parallel",
+                             "pipeline_parallel": "pipeline_parallel"}
 ENGINE_WORDS = ("vLLM", "vllm", "SGLang", "sglang", "llama.cpp", "assume vLLM", "paged KV")
 
 

@@ -12,7 +12,7 @@ export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size
 // (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu;
 // train_attention: the training tab's attention, `train --attention`, whose list has flex where serving's has not)
 const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention",
-  infer_gpus: "--gpus", tensor_parallel: "--tp" };
+  infer_gpus: "--gpus", tensor_parallel: "--tp", pipeline_parallel: "--pp" };
 
 // the training tab's fields named apart from the serving tab's (one form holds both), with the API field of each
 const TRAIN_AS = { train_device: "device", train_attention: "attention" };
