@@ -290,9 +290,9 @@ def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
 
 
 ZERO_WHY = ("least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3, from 1 under offload optimizer: less communication "
-            "first; --zero to fix it)")
-ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried): the stage that needs the least memory, the closest "
-                      "to fitting (--zero to fix it)")
+            "first; a stage the framework refuses, as DeepSpeed's pipeline ZeRO-2/3, skipped; --zero to fix it)")
+ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried, those the framework refuses skipped): the stage "
+                      "that needs the least memory, the closest to fitting (--zero to fix it)")
 
 
 def chooses_zero(w: TrainingWorkload) -> bool:
