@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cli_capture import run, run_json
+from llmsizer.errors import InputError
 from llmsizer.estimate.fit import TRAINING_LADDER, fit_training
 
 MODEL = "llama-3.1-70b"
@@ -65,7 +68,61 @@ def test_fsdp_ladder_tries_fsdp_mixed_precision_before_lora() -> None:
     for step in TRAINING_LADDER[:TRAINING_LADDER.index(changes)]:  # the least change: no earlier step fits
         try:
             assert not fit_training(MODEL, "h100", 8, **fields, **step).fits
-        except ValueError:  # a step FSDP refuses (DeepSpeed's optimizer-only offload)
+        except InputError:  # a step FSDP refuses (DeepSpeed's optimizer-only offload)
             pass
     _, out, _ = run("fit", MODEL, "--train", *args)
     assert "--precision fsdp-bf16-mixed" in out and "--method lora" not in out.split("hint:")[1].splitlines()[0]
+
+
+D2 = ("llama-3.1-70b", "--device", "gcp-a2-highgpu-8g", "--fsdp", "full", "--seq", "2048", "--precision",
+      "fsdp-bf16-mixed", "--offload", "params", "--grad-checkpointing", "full")
+
+
+def test_train_on_an_instance_checks_its_ram_as_fit() -> None:
+    # every one of the instance's 8 training processes pins its own offloaded share (Ren et al. 2021 section 4):
+    # the machine needs 8 x the per-process host total, checked against the instance's RAM as fit --train checks it
+    code, d = run_json("train", *D2)
+    per_process = d["totals"]["host"]["bytes"]
+    assert d["totals"]["host"]["scope"] == "host per process"
+    ram = 680 * 2**30  # a2-highgpu-8g: 680 GB memory (Google Cloud 'GPU machine types'), read as the larger GiB
+    assert 8 * per_process > ram  # so the run cannot be held: fit's verdict, and train's with it
+    assert code == 1 and d["details"]["fits"] is False
+    fcode, f = run_json("fit", *D2, "--train")
+    assert fcode == 1 and f["fits"] is False
+    _, out, _ = run("train", *D2)
+    assert "TOTAL host per process" in out and "fits: NO" in out and "8 training processes x" in out
+
+
+def test_cpu_instances_time_their_collectives_over_the_network() -> None:
+    # one CPU per c3d-standard-360 instance: DDP's gradient all-reduce crosses the network on every ring hop, 2 (n-1)/n
+    # x the fp32 gradients (Patarasuk & Yuan 2009's ring; PyTorch DDP reduces in the gradients' dtype, fp32 under
+    # bf16-mixed) at the 100 Gb/s given
+    code, d = run_json("fit", "llama-3.1-8b", "--train", "--device", "gcp-c3d-standard-360", "--count", "2",
+                       "--tokens", "10M", "--network", "100Gbps")
+    step = d["training_time"]["step"]
+    # Llama-3.1-8B's config.json (hidden 4096, intermediate 14336, 32 layers, 8 KV heads of 128, vocab 128256,
+    # untied): 8,030,261,248 parameters, the count its model card gives as 8.03B; fp32 gradients of each
+    h, inter, layers, kv, vocab = 4096, 14336, 32, 1024, 128256
+    grads = 4 * (layers * (2 * h * h + 2 * h * kv + 3 * h * inter + 2 * h) + 2 * vocab * h + h)
+    assert step["comm_bytes"] == pytest.approx(2 * (2 - 1) / 2 * grads, rel=1e-3)
+    assert step["bus_bandwidth"] == pytest.approx(100e9 / 8)
+    assert not any("no interconnect bandwidth" in w for w in d["warnings"])
+
+
+def test_recommend_rejects_untimeable_cpu_cluster_and_advises_fsdp_precision() -> None:
+    code, d = run_json("recommend", MODEL, "--train", "--tokens", "1B", "--fsdp", "full")
+    assert code == 0
+    # the catalog's c3d-standard-360 has one CPU and no network: 2+ of them have no bandwidth for the all-reduce
+    options = [o for o in d["options"] if o["device_kind"] == "cpu" and o["count"] > 1]
+    assert options == []
+    cpu = [o for o in d["rejected"] if o["target"] == "gcp-c3d-standard-360"]
+    assert cpu and "data-parallel communication cannot be timed" in cpu[0]["reasons"][0]
+    assert d["chosen"]["device_kind"] == "gpu"
+    # every GPU option on its own instance is short with autocast's copies: the ladder's FSDP precision step named
+    line = next(a for a in d["advice"] if "fsdp-bf16-mixed" in a)
+    m = re.search(r"torchtune train\), (.*?), one (\S+) holds the run", line)
+    assert m is not None, line
+    flags, target = m.group(1).split(), m.group(2)
+    fields = {k.removeprefix("--").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)}
+    assert fields["precision"] == "fsdp-bf16-mixed"
+    assert fit_training(MODEL, target, None, fsdp="full", **fields).fits

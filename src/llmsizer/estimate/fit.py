@@ -2447,6 +2447,19 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                      cost=training_cost(device, n, instance, kwh_price, timing))
 
 
+def training_estimate(fr: FitResult) -> Estimate:
+    """``fr``'s estimate (a ``fit_training`` result) with ``fr``'s verdict: the device memory's and, where offload=
+    keeps states in host RAM, the machine's RAM (``training_host``, the one host check), its words after the
+    device's. ``train --device INSTANCE`` (estimate/training/compose.py ``_on_instance``) and the web training tab
+    answer with it, so they and ``fit --train`` give one verdict (probe28 D2)."""
+    est = fr.estimate
+    assert est is not None  # (a training fit always has its estimate)
+    if len(fr.reasons) < 2:  # no host part checked: the estimate's own verdict is fit's
+        return est
+    details = {**est.details, "fits": fr.fits, "verdict": "; ".join(fr.reasons)}
+    return est.but(details=details)
+
+
 class _Placement(NamedTuple):
     """Where ``fit_training`` puts a training run: the device, its count, the target's name, the instance (None: a
     device), the headroom in force, the usable memory per device, its notes, and the workload fields on it."""
