@@ -1418,14 +1418,16 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # framework keeps whole (duration.with_tp_replicated, review12 D5): the headline's only where no option is chosen
     # (an option's own count is fit_training's for its layout, ``Option.flops_per_token``)
     fl = with_tp_replicated(*with_framework(spec, w), fl, [])
-    timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
+    # each timed option's duration notes, by (target, devices): a type may be an option twice when nothing meets
+    # (the scale-out search's layout and the stated layout grown)
+    timed: dict[tuple[str, int], tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}
     cands, rejected = _candidates(cat, c, training=True)
     gpus = wl.get("gpus")  # --gpus N: every option is N devices (checked by TrainingWorkload above)
     meets: list[Option] = []
     fitted: list[str] = []  # the candidates whose own devices hold the run (grown by instances, not searched)
     short: list[_Candidate] = []  # the GPU instance types one instance of which is short of memory (STATED_GROWTH)
     flops_of: dict[tuple[str, int], tuple[float, str]] = {}  # each timed option's FLOP/token and its formula
-    sp_of: dict[str, bool] = {}  # the sequence parallelism the scale-out search chose for a target (SP_SEARCH)
+    sp_of: dict[tuple[str, int], bool] = {}  # the sequence parallelism the scale-out search chose (SP_SEARCH)
     # the GPU options short of memory with torch.autocast's weight copies under FSDP part of the reason (compose.py
     # _fsdp_precision_hint's warning): (candidate, the count fit_training took, the fields)
     autocast: list[tuple[_Candidate, int | None, dict[str, Any] | None]] = []
@@ -1507,8 +1509,6 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                        f"the instance's {net.raw:g} {net.unit} network" if net is not None else
                        "one machine's link (no network in the catalog), a lower bound"))
         if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
-            if "sequence_parallel" in scaled.fields:
-                sp_of.setdefault(cand.target, bool(scaled.fields["sequence_parallel"]))
             reasons.append(scaled_line(scaled, "the fewest of this type on which " + (
                 "a layout fits (recommend's scale-out search" if scaled.fields else
                 "the workload's layout fits (recommend's instance growth") + f", up to {MAX_SCALE_INSTANCES})"))
@@ -1521,7 +1521,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                               "communication timed as one machine's link, a lower bound (fit --train --count's "
                               "warning; --network to give one)"))
         dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
-        timed.setdefault(cand.target, (dur.assumptions, fr.all_warnings))
+        timed.setdefault((cand.target, fr.count), (dur.assumptions, fr.all_warnings))
         one = float(dur.seconds or 0.0)
         nodes, secs = 1, one
         # no deadline given: the practical limit acts as one (instances added to meet it, as for --deadline)
@@ -1568,7 +1568,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                     f"the scale-out search's layout (the fewest instances on which it fits: {scaled.instances}), "
                     "on the instances the time limit needs")
             if many.duration is not None:  # the run the option is: several instances' collectives
-                timed[cand.target] = (many.duration.assumptions, many.all_warnings)
+                timed[(cand.target, many.count)] = (many.duration.assumptions, many.all_warnings)
             reasons.append(f"{many.instances} instances to meet the " + ("deadline" if c.deadline is not None else
                            f"{format_seconds(limit)} practical limit (no deadline given)")
                            + " (collectives over the instance's network)")
@@ -1583,6 +1583,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                        + ": no interconnect or network bandwidth between them in the catalog, so "
                                        "their data-parallel communication cannot be timed (give --network)",)))
             return
+        if scaled is not None and "sequence_parallel" in scaled.fields:  # on the devices the option is
+            sp_of.setdefault((cand.target, fr.count), bool(scaled.fields["sequence_parallel"]))
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None
@@ -1622,6 +1624,20 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         advice = [*scaled_advice, *advice]
         for cand0, lay in found:
             consider(cand0, lay)
+        # and the stated layout grown by data-parallel instances (as when some option meets): the fewest instances
+        # of a model-parallel layout need not be the cheapest run (70B on B200s: TP 8 on one instance, 40.5 h, $3,654;
+        # data-parallel on two, 8.7 h, $1,561); one the scale-out search found at the same devices is not sized again
+        searched = {(cand0.target, lay.devices) for cand0, lay in found}
+        grown, grown_notes = _grow_stated(spec, short, on_instances, c, hardware_files)
+        if scale_notes and grown_notes:  # one scale_out_cap: the search's rule, then the growth's
+            first = scale_notes[0]
+            scale_notes = [dataclasses.replace(first, why=f"{first.why}; then {grown_notes[0].why}"),
+                           *scale_notes[1:]]
+        else:
+            scale_notes = [*scale_notes, *grown_notes]
+        for cand0, lay in grown:
+            if (cand0.target, lay.devices) not in searched:
+                consider(cand0, lay)
     elif gpus is None and meets:  # some option meets: the types one instance cannot hold, on the fewest instances
         # that hold the run with the stated layout (probe16 D-B: 8 x H200 chosen at $298.23 where 2 x p5.48xlarge
         # fit at $266.82), so "cheapest" is over them too
@@ -1644,9 +1660,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # the chosen option's duration assumptions and fit's warnings for it, memory and duration (another device's
     # collective bandwidth or utilisation would not describe it); none chosen: none (the first option timed would
     # depend on the listing order)
-    assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
-    if meets and meets[0].target in sp_of:  # the chosen option's searched sequence parallelism, on or off, stated
-        on = sp_of[meets[0].target]
+    assumptions, warnings = timed.get((meets[0].target, meets[0].count), ((), ())) if meets else ((), ())
+    if meets and (meets[0].target, meets[0].count) in sp_of:  # the chosen option's searched sequence parallelism
+        on = sp_of[(meets[0].target, meets[0].count)]
         assumptions = (*assumptions, Assumption(
             "sequence_parallel", on, True, f"derived: the scale-out search's choice for {meets[0].target} "
             f"({'on' if on else 'off'}): {SP_SEARCH}"))
