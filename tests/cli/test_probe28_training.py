@@ -126,3 +126,20 @@ def test_recommend_rejects_untimeable_cpu_cluster_and_advises_fsdp_precision() -
     fields = {k.removeprefix("--").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)}
     assert fields["precision"] == "fsdp-bf16-mixed"
     assert fit_training(MODEL, target, None, fsdp="full", **fields).fits
+
+
+def test_scale_out_bounds_keep_pipelined_and_unpipelined_apart_on_deepspeed() -> None:
+    # DeepSpeed's pipeline takes ZeRO-0/1 only (pipe/engine.py:76-77) while an unpipelined layout may take ZeRO-3:
+    # a pipelined layout not fitting says nothing of an unpipelined one; Megatron's distributed optimizer (no such
+    # cap) keeps the degree order (more pipeline stages, no more memory)
+    from llmsizer.estimate.recommend_layout import _bounds, _pipeline_caps_zero
+    one, two = {"tp": 1, "pp": 1, "ep": 1}, {"tp": 1, "pp": 2, "ep": 1}
+    assert _pipeline_caps_zero({}) and not _bounds(one, two, True)
+    assert not _pipeline_caps_zero({"precision": "megatron-bf16"}) and _bounds(one, two, False)
+    assert not _pipeline_caps_zero({"zero": 1}) and not _pipeline_caps_zero({"fsdp": "full"})
+    # the recommended 70B run (DeepSpeed, stage chosen) is the same cheapest option the stated layout's growth gives
+    code, d = run_json("recommend", MODEL, "--train", "--tokens", "1B")
+    chosen = d["chosen"]
+    assert code == 0 and chosen["device_kind"] == "gpu"
+    fr = fit_training(MODEL, chosen["target"], chosen["count"], tokens=1e9)
+    assert fr.fits and chosen["run_cost"] == pytest.approx(fr.training_time["cost"], rel=1e-6)
