@@ -898,7 +898,8 @@ def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
             "megatron/core/optimizer/distrib_optimizer.py): give zero 1 or 2, or a deepspeed-*/fsdp-* precision"))
     if w.pp > 1 and w.zero >= 2 and w.fsdp is None and not w.precision.startswith("megatron-"):
         raise FieldError("zero", also=("pp",), message=(
-            f"zero {w.zero} with pp {w.pp}: DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (\"ZeRO-2 and "
+            f"zero {w.zero}{' (which offload params needs)' if w.offload == 'params' else ''} with pp {w.pp}: "
+            "DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (\"ZeRO-2 and "
             "ZeRO-3 are incompatible with pipeline parallelism\", deepspeed/runtime/pipe/engine.py:76-77): give zero "
             "0 or 1, or pp 1"))
     if w.precision.startswith("megatron-"):
