@@ -2104,7 +2104,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc, t_f8, exposed,
                         t_launch, attention_seconds=t_attn / tp_div * share,
                         tokens_per_device_micro=tokens / (w.tp * w.pp), devices=n, bus_bandwidth=mp.dp_bandwidth,
-                        ring_bytes=cp_ring[0], ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2], model_parallel=mp)
+                        ring_bytes=cp_ring[0], ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2], model_parallel=mp,
+                        comm_uncounted=not link_bandwidth)  # (model_parallel_time's warning: nothing counted)
     t_steps = optimizer_step_seconds(t_c, phi, comm, k)
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""
