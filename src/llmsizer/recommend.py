@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -63,6 +64,7 @@ from .estimate.fit import (
     read_request_rate,
     serving_machine_size,
     target_and_count,
+    training_fits_at,
     training_layout,
 )
 
@@ -105,7 +107,9 @@ from .estimate.recommend_layout import (
     ScaledLayout,
     fastest_layout,
     search_layout,
+    training_flags,
 )
+from .estimate.training.compose import FSDP_MIXED_PRECISION
 from .estimate.verdict import check_headroom, margin_rule, search_margin_assumption
 from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
@@ -1258,7 +1262,7 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
     why = ("no instance holds the run" if not n_held else
            f"no option meets every constraint: the {n_held} instance type{'s' if n_held > 1 else ''} that hold"
            f"{'' if n_held > 1 else 's'} the run miss{'' if n_held > 1 else 'es'} the deadline or the budget even "
-           "with instances added")
+           "with instances added, or cannot be timed on several (no bandwidth between them)")
     notes = [Assumption("scale_out_cap", f"{MAX_SCALE_INSTANCES} instances", True,
                         f"{why}: each GPU instance type that does not hold it grown 1, 2, 4, ... instances up to this "
                         "cap until a TP / PP / EP layout fits (estimate/recommend_layout.py: TP within an instance, "
@@ -1284,6 +1288,42 @@ def _scale_out(spec: ModelSpec, cands: list[_Candidate], wl: dict[str, Any], c: 
         advice = [f"no layout fits on up to {MAX_SCALE_INSTANCES} instances of any GPU instance type, and none of "
                   "the layouts searched is valid for this model and workload"]
     return found, advice, notes
+
+
+# how many GPU options short of memory by autocast's copies the precision advice re-sizes (most memory first)
+FSDP_PRECISION_TRIES = 8
+
+
+def _fsdp_precision_advice(spec: ModelSpec, short: list[tuple[_Candidate, int | None, dict[str, Any] | None]],
+                           c: Constraints, hardware_files: Sequence[str | Path], model: str,
+                           extra: Sequence[str]) -> list[str]:
+    """Where no GPU option meets on its own devices and some are short of memory with torch.autocast's bf16 weight
+    copies under FSDP part of the reason (``short``: the estimate's FSDP_MIXED_PRECISION warning, compose.py
+    ``_fsdp_precision_hint``): the first of them (the most device memory, then the cheapest; up to
+    FSDP_PRECISION_TRIES) on which fit --train's ladder
+    (estimate/fit.py ``training_fits_at``, TRAINING_LADDER: the caller's settings kept, the least change first)
+    fits at a step that takes FSDP's own mixed precision (precision fsdp-bf16-mixed), as one advice line with the
+    changes and the command that gives its numbers; [] when none does."""
+    # the most device memory per option first (the likeliest to hold it), then the cheapest
+    ordered = sorted(short, key=lambda x: (-int(x[0].memory or x[0].device.memory_bytes or 0) * x[0].count,
+                                           x[0].price is None, x[0].price or 0.0, x[0].target))
+    for cand, count, tf in ordered[:FSDP_PRECISION_TRIES]:
+        fields = dict(tf or {})
+        at = training_fits_at(spec, cand.instance or cand.device, count, fields, headroom=c.headroom,
+                              memory=cand.memory, hardware_files=hardware_files)
+        if at is None or at["changes"].get("precision") != "fsdp-bf16-mixed":
+            continue
+        flags = training_flags(at["changes"])
+        argv = ["fit", model, "--train", "--device", cand.target, *(["--count", str(count)] if count else []),
+                *training_flags(fields), *flags, *extra]
+        host = (f" + {format_bytes(at['host_per_machine'])} host RAM per machine" if at.get("host_per_machine")
+                else "")
+        return [f"{len(short)} GPU option{'s' if len(short) > 1 else ''} short of memory hold torch.autocast's bf16 "
+                "copies of the fp32 weights (precision bf16-mixed under FSDP): with FSDP's own MixedPrecisionPolicy "
+                f"(as torchtitan and torchtune train), {' '.join(flags)}, one {cand.target} holds the run "
+                f"({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
+                f"budget{host}; fit --train's least change: {' '.join(map(shlex.quote, argv))})"]
+    return []
 
 
 STATED_GROWTH = ("an instance type whose one instance does not hold the run is grown to 2, 4, 8, ... instances up to "
@@ -1378,14 +1418,19 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # framework keeps whole (duration.with_tp_replicated, review12 D5): the headline's only where no option is chosen
     # (an option's own count is fit_training's for its layout, ``Option.flops_per_token``)
     fl = with_tp_replicated(*with_framework(spec, w), fl, [])
-    timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
+    # each timed option's duration notes, by (target, devices): a type may be an option twice when nothing meets
+    # (the scale-out search's layout and the stated layout grown)
+    timed: dict[tuple[str, int], tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}
     cands, rejected = _candidates(cat, c, training=True)
     gpus = wl.get("gpus")  # --gpus N: every option is N devices (checked by TrainingWorkload above)
     meets: list[Option] = []
     fitted: list[str] = []  # the candidates whose own devices hold the run (grown by instances, not searched)
     short: list[_Candidate] = []  # the GPU instance types one instance of which is short of memory (STATED_GROWTH)
     flops_of: dict[tuple[str, int], tuple[float, str]] = {}  # each timed option's FLOP/token and its formula
-    sp_of: dict[str, bool] = {}  # the sequence parallelism the scale-out search chose for a target (SP_SEARCH)
+    sp_of: dict[tuple[str, int], bool] = {}  # the sequence parallelism the scale-out search chose (SP_SEARCH)
+    # the GPU options short of memory with torch.autocast's weight copies under FSDP part of the reason (compose.py
+    # _fsdp_precision_hint's warning): (candidate, the count fit_training took, the fields)
+    autocast: list[tuple[_Candidate, int | None, dict[str, Any] | None]] = []
 
     def consider(cand0: _Candidate, scaled: ScaledLayout | None = None) -> None:
         """``cand0`` sized and timed as ``fit --train`` sizes it: its own devices, ``--gpus N``'s or, ``scaled``,
@@ -1443,6 +1488,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             if (scaled is None and gpus is None and cand.instance is not None and dev.kind == "gpu"
                     and cand.memory is None):  # one instance short of memory: grown with the stated layout
                 short.append(cand0)
+            if (scaled is None and dev.kind == "gpu"
+                    and any(getattr(x, "kind", None) == FSDP_MIXED_PRECISION for x in fr.all_warnings)):
+                autocast.append((cand, None if cand.instance is not None and gpus is None else cand.count, tf))
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device,
                                    layout=_layout(tf, fr, scaled)))
@@ -1461,8 +1509,6 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                        f"the instance's {net.raw:g} {net.unit} network" if net is not None else
                        "one machine's link (no network in the catalog), a lower bound"))
         if scaled is not None:  # the scale-out search's instances and layout, with the flags that state them
-            if "sequence_parallel" in scaled.fields:
-                sp_of.setdefault(cand.target, bool(scaled.fields["sequence_parallel"]))
             reasons.append(scaled_line(scaled, "the fewest of this type on which " + (
                 "a layout fits (recommend's scale-out search" if scaled.fields else
                 "the workload's layout fits (recommend's instance growth") + f", up to {MAX_SCALE_INSTANCES})"))
@@ -1475,7 +1521,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                               "communication timed as one machine's link, a lower bound (fit --train --count's "
                               "warning; --network to give one)"))
         dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
-        timed.setdefault(cand.target, (dur.assumptions, fr.all_warnings))
+        timed.setdefault((cand.target, fr.count), (dur.assumptions, fr.all_warnings))
         one = float(dur.seconds or 0.0)
         nodes, secs = 1, one
         # no deadline given: the practical limit acts as one (instances added to meet it, as for --deadline)
@@ -1522,10 +1568,23 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                     f"the scale-out search's layout (the fewest instances on which it fits: {scaled.instances}), "
                     "on the instances the time limit needs")
             if many.duration is not None:  # the run the option is: several instances' collectives
-                timed[cand.target] = (many.duration.assumptions, many.all_warnings)
+                timed[(cand.target, many.count)] = (many.duration.assumptions, many.all_warnings)
             reasons.append(f"{many.instances} instances to meet the " + ("deadline" if c.deadline is not None else
                            f"{format_seconds(limit)} practical limit (no deadline given)")
                            + " (collectives over the instance's network)")
+        step = fr.duration.step if fr.duration is not None else None
+        if step is not None and step.comm_uncounted:  # several devices with no bandwidth between them (a CPU per
+            # instance and no network in the catalog): the time leaves out every collective, so it is no answer
+            # (estimate/duration.py StepTime.comm_uncounted, the warning fit --train prints for it)
+            rejected.append(Option(**{**stub, "count": fr.count, "instances": fr.instances}, replicas=fr.replicas,
+                                   status="rejected", training_seconds=secs, reasons=(
+                                       f"{fr.count} x {dev.id}" + (f" on {fr.instances} instances" if fr.instances
+                                                                    and fr.instances > 1 else "")
+                                       + ": no interconnect or network bandwidth between them in the catalog, so "
+                                       "their data-parallel communication cannot be timed (give --network)",)))
+            return
+        if scaled is not None and "sequence_parallel" in scaled.fields:  # on the devices the option is
+            sp_of.setdefault((cand.target, fr.count), bool(scaled.fields["sequence_parallel"]))
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None
@@ -1552,17 +1611,33 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
 
     for cand0 in cands:
         consider(cand0)
-    advice: list[str] = []
+    advice: list[str] = [] if any(o.device_kind == "gpu" for o in meets) else _fsdp_precision_advice(
+        spec, autocast, c, hardware_files, model_arg, extra)
     scale_notes: list[Assumption] = []
     # no option meets every constraint (no instance holds the run, or those that do miss the deadline or budget even
     # with instances added): the other instance types' fewest instances and a layout that hold it, then instances
     # added for the deadline as to any option (recfix D7: an instance that held the memory but missed the deadline
     # stopped the search, so the faster types that needed a model-parallel layout were never sized)
     if gpus is None and not meets and cands:
-        found, advice, scale_notes = _scale_out(spec, cands, on_instances, c, hardware_files, model_arg, extra, fitted,
-                                                     tokens, utilization)
+        found, scaled_advice, scale_notes = _scale_out(spec, cands, on_instances, c, hardware_files, model_arg, extra,
+                                                       fitted, tokens, utilization)
+        advice = [*scaled_advice, *advice]
         for cand0, lay in found:
             consider(cand0, lay)
+        # and the stated layout grown by data-parallel instances (as when some option meets): the fewest instances
+        # of a model-parallel layout need not be the cheapest run (70B on B200s: TP 8 on one instance, 40.5 h, $3,654;
+        # data-parallel on two, 8.7 h, $1,561); one the scale-out search found at the same devices is not sized again
+        searched = {(cand0.target, lay.devices) for cand0, lay in found}
+        grown, grown_notes = _grow_stated(spec, short, on_instances, c, hardware_files)
+        if scale_notes and grown_notes:  # one scale_out_cap: the search's rule, then the growth's
+            first = scale_notes[0]
+            scale_notes = [dataclasses.replace(first, why=f"{first.why}; then {grown_notes[0].why}"),
+                           *scale_notes[1:]]
+        else:
+            scale_notes = [*scale_notes, *grown_notes]
+        for cand0, lay in grown:
+            if (cand0.target, lay.devices) not in searched:
+                consider(cand0, lay)
     elif gpus is None and meets:  # some option meets: the types one instance cannot hold, on the fewest instances
         # that hold the run with the stated layout (probe16 D-B: 8 x H200 chosen at $298.23 where 2 x p5.48xlarge
         # fit at $266.82), so "cheapest" is over them too
@@ -1585,9 +1660,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     # the chosen option's duration assumptions and fit's warnings for it, memory and duration (another device's
     # collective bandwidth or utilisation would not describe it); none chosen: none (the first option timed would
     # depend on the listing order)
-    assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
-    if meets and meets[0].target in sp_of:  # the chosen option's searched sequence parallelism, on or off, stated
-        on = sp_of[meets[0].target]
+    assumptions, warnings = timed.get((meets[0].target, meets[0].count), ((), ())) if meets else ((), ())
+    if meets and (meets[0].target, meets[0].count) in sp_of:  # the chosen option's searched sequence parallelism
+        on = sp_of[(meets[0].target, meets[0].count)]
         assumptions = (*assumptions, Assumption(
             "sequence_parallel", on, True, f"derived: the scale-out search's choice for {meets[0].target} "
             f"({'on' if on else 'off'}): {SP_SEARCH}"))

@@ -223,9 +223,12 @@ class Estimate:
 
     def total_label(self, location: Location) -> str:
         """What a total at ``location`` covers, the one label the table, notebook, ``--json`` (``totals.*.scope``)
-        and the web page print: "per device", "all N devices" (a llama.cpp split: the sum over its GPUs), "host"."""
+        and the web page print: "per device", "all N devices" (a llama.cpp split: the sum over its GPUs), "host",
+        "host per process" (training on several devices: one training process per device, each with its own host
+        part; a machine holds one per device it has, estimate/fit.py ``training_host``)."""
         if location == "host":
-            return "host"
+            gpus = next((a.value for a in self.assumptions if a.name == "gpus"), 1) if self.kind == "training" else 1
+            return "host per process" if isinstance(gpus, int) and gpus > 1 else "host"
         n = int(self.details.get(DEVICES_SUMMED, 1))
         return "per device" if n <= 1 else f"all {n} devices"
 

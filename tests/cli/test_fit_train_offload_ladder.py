@@ -9,6 +9,7 @@ the ladder's order against the steps before it not fitting."""
 from __future__ import annotations
 
 from cli_capture import run, run_json
+from llmsizer.errors import InputError
 from llmsizer.estimate.fit import TRAINING_LADDER, fit_training
 
 MODEL = "llama-3.3-70b-instruct"
@@ -21,7 +22,10 @@ def _ladder_answer(method: str, device: str, count: int, expected: dict[str, str
     assert at is not None and at["changes"] == expected and d["fits_if_changed"] == []
     assert fit_training(MODEL, device, count, method=method, **at["changes"]).fits
     for step in TRAINING_LADDER[:TRAINING_LADDER.index(expected)]:  # the least change: no earlier step fits
-        assert not fit_training(MODEL, device, count, method=method, **step).fits
+        try:
+            assert not fit_training(MODEL, device, count, method=method, **step).fits
+        except InputError:  # a step this run refuses (FSDP's own precision without fsdp): the ladder skips it
+            pass
 
 
 def test_full_fine_tuning_keeps_full_with_optimizer_offload() -> None:

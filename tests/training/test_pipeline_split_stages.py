@@ -35,10 +35,13 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("gemma-3-1b-it", dict(gpus=4, pp=4, micro_batch=1, seq_len=4096, grad_accumulation=4)),  # 26 layers, 5:1 pattern
     ("gemma-3-1b-it", dict(gpus=6, pp=6, micro_batch=1, seq_len=4096, grad_accumulation=6,
                            pipeline_split="torchtitan")),
-    # 6 / 7 / 7 / 6 / 6 layers, every stage 2 micro-batches in flight: stage 1 peaks (7 layers, no embedding)
-    ("llama-3.1-8b", dict(gpus=40, pp=5, zero=3, micro_batch=2, seq_len=8192, grad_accumulation=2,
-                          pipeline_split="torchtitan-9dec370")),
-    ("llama-3.1-8b", dict(gpus=40, pp=5, zero=3, micro_batch=2, seq_len=8192, grad_accumulation=2)),
+    # 6 / 7 / 7 / 6 / 6 layers, every stage 2 micro-batches in flight: stage 1 peaks (7 layers, no embedding);
+    # sharded by FSDP2 inside the stages, as torchtitan runs its pipeline (DeepSpeed's pipeline refuses ZeRO-3:
+    # deepspeed/runtime/pipe/engine.py:76-77)
+    ("llama-3.1-8b", dict(gpus=40, pp=5, fsdp="full", precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192,
+                          grad_accumulation=2, pipeline_split="torchtitan-9dec370")),
+    ("llama-3.1-8b", dict(gpus=40, pp=5, fsdp="full", precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192,
+                          grad_accumulation=2)),
     ("jamba-1.5-mini", dict(gpus=32, pp=8, micro_batch=1, seq_len=2048, grad_accumulation=8, zero=1)),
 ]
 

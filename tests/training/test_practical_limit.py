@@ -20,17 +20,21 @@ FIELDS = {"method": "full", "zero": 3, "micro_batch": 1, "seq_len": 4096, "grad_
 CPU = "gcp-c3d-standard-360"  # 1 x amd-epyc-9654
 
 
-def _rec(deadline: float | None = None):
-    return recommend_training("llama-3.1-70b-instruct", tokens=1e9, training_fields=FIELDS,
+def _rec(deadline: float | None = None, **extra: str):
+    return recommend_training("llama-3.1-70b-instruct", tokens=1e9, training_fields={**FIELDS, **extra},
                               constraints=Constraints(deadline=deadline))
 
 
 def test_the_cpu_run_scales_out_to_the_limit_without_a_deadline() -> None:
     """The one-instance CPU run is past 90 days (the floor above), so meeting the limit takes more instances, as
-    --deadline 90d would add (probe4 defect 2: the limit used to reject the option instead)."""
+    --deadline 90d would add (probe4 defect 2: the limit used to reject the option instead). The catalog gives the
+    c3d instance no network, and its one CPU no link: the instances' gradient collectives would have no bandwidth to
+    be timed at, so without --network the scaled-out run is rejected (probe28 D3), with one it is timed over it."""
     floor = 8 * 70e9 * 1e9 / (96 * 64 * 2 * 3.7e9)
     assert floor > PRACTICAL_TRAINING_SECONDS  # the independent floor above
-    rec = _rec()
+    untimed = next(o for o in _rec().rejected if o.target == CPU)
+    assert untimed.instances > 1 and "cannot be timed" in untimed.reasons[0]
+    rec = _rec(network="200Gbps")
     assert all((o.training_seconds or 0) <= PRACTICAL_TRAINING_SECONDS for o in rec.options)
     cpu = next(o for o in rec.options if o.target == CPU)
     assert cpu.instances >= -(-floor // PRACTICAL_TRAINING_SECONDS)

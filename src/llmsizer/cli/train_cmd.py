@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..estimate.device import device_budget, training_device_fields
 from ..estimate.duration import Duration, training_time_on
-from ..estimate.fit import fit_training, refuse_unknown_memory, training_on_memory
+from ..estimate.fit import fit_training, refuse_unknown_memory, training_estimate, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..estimate.training.reverse import reverse_notes, seq_len_step
 from ..numbers import COUNT
@@ -100,8 +100,9 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
             r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
                              hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,
                              **fields)
-            assert r.estimate is not None
-            est, memory, duration, timing = r.estimate, r.details["usable_memory_per_device"], r.duration, r.training_time
+            # its verdict fit's: the host part against the machine's RAM too (probe28 D2)
+            est, memory, duration, timing = (training_estimate(r), r.details["usable_memory_per_device"], r.duration,
+                                             r.training_time)
     else:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")

@@ -1100,6 +1100,10 @@ class StepTime:
     bus_bandwidth: float = 0.0  # B_bus of the data-parallel collectives (formulas/network.py eq. (11)) [B/s]
     # tensor/pipeline-parallel runs: formulas/model_parallel_time.py eqs. (T1)-(P6) of one device (None otherwise)
     model_parallel: ModelParallelStep | None = None
+    # several data-parallel devices whose collectives have no bandwidth to be timed at (no link between them, no
+    # network between their machines): the step's communication is not counted (the warning says so), so its time
+    # is no answer for the run (recommend rejects such an option)
+    comm_uncounted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return json_data({"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -1960,6 +1964,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     comm_b = t_m = 0.0
     comm: DataParallelComm | None = None
     topology = "single"
+    uncounted = False  # several devices, no bandwidth for their data-parallel collectives (StepTime.comm_uncounted)
     # (dense, experts) gradient ring elements, whole-model terms (computed once: the reductions, ZeRO's all-gather and
     # eq. P5e's split all take them)
     rings = dp_ring_shares(spec, w, fl.trained_params) if n > 1 else (0.0, 0.0)
@@ -1981,6 +1986,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)
         nodes = -(-n // per_node)
+        over_network = False
+        if not bw and per_node == 1 and nodes > 1 and network is not None:
+            over_network = True
+            # one device per machine (a CPU instance): every hop of the ring crosses the network, no link within a
+            # machine is used, so eq. (11)'s bus bandwidth is the machine's network alone (formulas/network.py)
+            bw = network.bandwidth
         topology = "host-staged" if host else ("multi-node" if nodes > 1 else "direct")
         if bw:
             if nodes > 1 and (host or network is None):
@@ -2026,7 +2037,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                         "all-gathered after the optimizer step (formulas/training_time.py eq. (7e))"))
             notes.append(Assumption("collective_bandwidth", bw, True,
                                     (E.HOST_STAGED_COLLECTIVE_BANDWIDTH.source if host
-                                     else "the devices' link within a machine (per direction)")
+                                     else "the machines' network: one device per machine, no link within one"
+                                     if over_network else "the devices' link within a machine (per direction)")
                                     + (f"; {peer_to_peer_why(device)}" if device.kind == "gpu" else "")))
             if nodes > 1 and network is not None:
                 notes.append(Assumption("inter_node_network", network.bandwidth, not network.given,
@@ -2039,6 +2051,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                         "backward ones the backward (FSDP prefetch); the first unit's all-gather and "
                                         "the last unit's gradient reduction are not hidden"))
         else:
+            uncounted = True
             warnings.append(f"no interconnect bandwidth for {n} x {device.id}: data-parallel communication "
                             "is not counted")
     mp: ModelParallelStep | None = None
@@ -2091,7 +2104,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc, t_f8, exposed,
                         t_launch, attention_seconds=t_attn / tp_div * share,
                         tokens_per_device_micro=tokens / (w.tp * w.pp), devices=n, bus_bandwidth=mp.dp_bandwidth,
-                        ring_bytes=cp_ring[0], ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2], model_parallel=mp)
+                        ring_bytes=cp_ring[0], ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2], model_parallel=mp,
+                        comm_uncounted=not link_bandwidth)  # (model_parallel_time's warning: nothing counted)
     t_steps = optimizer_step_seconds(t_c, phi, comm, k)
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""
@@ -2099,7 +2113,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "",
                     attention_seconds=t_attn, tokens_per_device_micro=tokens, devices=n,
                     bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0, ring_bytes=cp_ring[0],
-                    ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2])
+                    ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2], comm_uncounted=uncounted)
 
 
 def _ring_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: float, link_bandwidth: float | None,

@@ -2516,6 +2516,19 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                      cost=training_cost(device, n, instance, kwh_price, timing))
 
 
+def training_estimate(fr: FitResult) -> Estimate:
+    """``fr``'s estimate (a ``fit_training`` result) with ``fr``'s verdict: the device memory's and, where offload=
+    keeps states in host RAM, the machine's RAM (``training_host``, the one host check), its words after the
+    device's. ``train --device INSTANCE`` (estimate/training/compose.py ``_on_instance``) and the web training tab
+    answer with it, so they and ``fit --train`` give one verdict (probe28 D2)."""
+    est = fr.estimate
+    assert est is not None  # (a training fit always has its estimate)
+    if len(fr.reasons) < 2:  # no host part checked: the estimate's own verdict is fit's
+        return est
+    details = {**est.details, "fits": fr.fits, "verdict": "; ".join(fr.reasons)}
+    return est.but(details=details)
+
+
 class _Placement(NamedTuple):
     """Where ``fit_training`` puts a training run: the device, its count, the target's name, the instance (None: a
     device), the headroom in force, the usable memory per device, its notes, and the workload fields on it."""
@@ -2582,18 +2595,26 @@ def training_host(p: _Placement, host_per_rank: int) -> dict[str, Any]:
 
 # The settings fit --train tries when a training run does not fit, least change to the run first: the same training
 # recomputing each decoder layer's forward in the backward (the same result; one more forward, 4/3 of the step's
-# FLOPs at forward:backward = 1:2: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), then the same
+# FLOPs at forward:backward = 1:2: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), then, under
+# FSDP, FSDP's own mixed precision in place of torch.autocast (precision 'fsdp-bf16-mixed': FSDP2
+# MixedPrecisionPolicy(param_dtype=bf16), as torchtitan and torchtune train; the matmuls get the same bf16 cast of
+# the fp32 weights, all-gathered per unit and freed after instead of autocast's copies held until the backward,
+# estimate/training/compose.py ``_fsdp_precision_hint``; full fine-tuning kept and no host traffic added: before
+# offload; every other run refuses the precision, specs/training.py, so the step is skipped), then the same
 # training with its optimizer states, master weights and gradients in host RAM (DeepSpeed ZeRO-Offload, Ren et al.
 # 2021: the same result, a slower step), then its parameters too (ZeRO-3 parameter offload, ZeRO-Infinity:
 # Rajbhandari et al. 2021; DeepSpeed's offload_param is valid with stage 3 only, which the memory's stage choice
-# takes, estimate/training/compose.py ``sharded_workload``), then LoRA adapters on a frozen base (Hu et al. 2021),
+# takes, estimate/training/compose.py ``sharded_workload``; FSDP's CPUOffloadPolicy), under FSDP then with its own
+# mixed precision too, then LoRA adapters on a frozen base (Hu et al. 2021),
 # then QLoRA's 4-bit base (Dettmers et al. 2023), each still checkpointing. A setting the caller gave is never
 # changed by ``training_fits_at`` (a step that would change it keeps the caller's); a step its devices refuse
 # (offload on an Apple GPU or a CPU, a stage given below 3 for parameter offload) is skipped.
 TRAINING_LADDER: tuple[dict[str, str], ...] = (
     {"grad_checkpointing": "full"},
+    {"grad_checkpointing": "full", "precision": "fsdp-bf16-mixed"},
     {"grad_checkpointing": "full", "offload": "optimizer"},
     {"grad_checkpointing": "full", "offload": "params"},
+    {"grad_checkpointing": "full", "offload": "params", "precision": "fsdp-bf16-mixed"},
     {"method": "lora", "grad_checkpointing": "full"},
     {"method": "qlora", "grad_checkpointing": "full"},
 )

@@ -198,6 +198,24 @@ def _sharding(lay: dict[str, Any]) -> tuple[int, ...]:
     return (*(int(lay.get(k) or 1) for k in ("tp", "pp", "ep")), int(bool(lay.get("sequence_parallel"))))
 
 
+def _pipeline_caps_zero(base: dict[str, Any]) -> bool:
+    """Whether a pipelined layout (pp > 1) of ``base`` takes a lower ZeRO stage than an unpipelined one: the stage is
+    chosen for memory (none stated, no fsdp) on DeepSpeed, whose pipeline engine refuses ZeRO-2/3
+    (estimate/training/setup.py ``check_framework_layout``; deepspeed/runtime/pipe/engine.py:76-77), so more
+    pipeline stages need not need less memory: a layout with pp > 1 and one with pp 1 bound neither the other
+    (NEEDS_LEAST, EP_PRUNE hold within each). Megatron's distributed optimizer runs with its pipeline."""
+    return (base.get("zero") is None and base.get("fsdp") is None
+            and not str(base.get("precision", "")).startswith("megatron-"))
+
+
+def _bounds(lay: dict[str, Any], other: dict[str, Any], caps: bool) -> bool:
+    """Whether ``other`` not fitting says ``lay`` does not (``lay`` no more sharded in any degree, and under
+    ``caps``, ``_pipeline_caps_zero``, on the same side of pp 1)."""
+    if caps and (int(lay.get("pp") or 1) > 1) != (int(other.get("pp") or 1) > 1):
+        return False
+    return all(a <= b for a, b in zip(_sharding(lay), _sharding(other), strict=True))
+
+
 def memory_fit(spec: ModelSpec, instance: Instance, devices: int, fields: dict[str, Any], *,
                headroom: float | None, hardware_files: Sequence[str | Path] = (),
                memo: dict[tuple[Any, ...], FitResult | None] | None = None) -> tuple[FitResult | None, int]:
@@ -255,9 +273,17 @@ def search_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any],
             continue
         layouts = candidate_layouts(spec, base, n * per_node, per_node)
         most = None
-        for lay in reversed(layouts):  # the most-sharded valid layout: a bound on the count (NEEDS_LEAST)
-            most = sized(n, lay)
-            if most is not None:
+        # the most-sharded valid layout: a bound on the count (NEEDS_LEAST); where a pipeline caps the ZeRO stage
+        # (_pipeline_caps_zero) the most-sharded unpipelined one is a bound of its own
+        groups = ([[lay for lay in layouts if int(lay.get("pp") or 1) > 1],
+                   [lay for lay in layouts if int(lay.get("pp") or 1) == 1]] if _pipeline_caps_zero(base)
+                  else [layouts])
+        for group in groups:
+            for lay in reversed(group):
+                most = sized(n, lay)
+                if most is not None:
+                    break
+            if most is not None and most.fits:
                 break
         if most is None or not most.fits:
             continue
@@ -321,13 +347,14 @@ def fastest_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any]
         return found, 0
     calls = 0
     degrees = [_sharding(lay) for lay in lays]
-    short: list[tuple[int, ...]] = []  # the degrees of the layouts sized that do not fit
+    caps = _pipeline_caps_zero(base)
+    short: list[dict[str, Any]] = []  # the layouts sized that do not fit
     fitting = {0}  # found fits (its memory verdict is search_layout's)
     # the most sharded first (sequence parallelism on before off), so that a layout's every more-sharded one is
     # sized before it (EP_PRUNE)
     for i in sorted(range(1, len(lays)),
                     key=lambda j: (-degrees[j][0] * degrees[j][1] * degrees[j][2], -degrees[j][3], j)):
-        if any(all(a <= b for a, b in zip(degrees[i], d, strict=True)) for d in short):
+        if any(_bounds(lays[i], d, caps) for d in short):
             continue  # no more sharded in any degree than a layout that does not fit: needs at least its memory
         fr, n = memory_fit(spec, instance, found.devices, {**base, **lays[i]}, headroom=headroom,
                            hardware_files=hardware_files, memo=memo)
@@ -337,7 +364,7 @@ def fastest_layout(spec: ModelSpec, instance: Instance, workload: dict[str, Any]
         if fr.fits:
             fitting.add(i)
         else:
-            short.append(degrees[i])
+            short.append(lays[i])
     best: tuple[float, int, FitResult] | None = None
     timed: list[dict[str, Any]] = []
     for i in sorted(fitting):

@@ -253,8 +253,9 @@ def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs:
 def _on_instance(spec: ModelSpec, kwargs: dict[str, Any]) -> Estimate | None:
     """``device`` an instance of several devices, or a detected machine of several (``detect_named``): the answer of
     `train --device INSTANCE` / `train --device detected` (``fit_training`` on its devices, or ``gpus`` of them: the
-    least-sharded ZeRO stage that fits its memory); None for one device."""
-    from ..fit import fit_training  # (fit imports this module)
+    least-sharded ZeRO stage that fits its memory, and its verdict with the machine's RAM for the host part:
+    ``training_estimate``); None for one device."""
+    from ..fit import fit_training, training_estimate  # (fit imports this module)
     hw, detected, files = detected_machine(kwargs["device"], None, ())
     if isinstance(hw, Device):
         return None
@@ -263,8 +264,8 @@ def _on_instance(spec: ModelSpec, kwargs: dict[str, Any]) -> Estimate | None:
         return None
     fields = {k: v for k, v in kwargs.items() if k not in ("device", "memory", "headroom")}
     machine = kwargs["device"] if instance is None else instance  # the detection, or the instance
-    return fit_training(spec, machine, None, headroom=kwargs.get("headroom"),
-                        memory=kwargs.get("memory"), fits_at=False, **fields).estimate
+    return training_estimate(fit_training(spec, machine, None, headroom=kwargs.get("headroom"),
+                                          memory=kwargs.get("memory"), fits_at=False, **fields))
 
 
 _WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
@@ -290,9 +291,9 @@ def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
 
 
 ZERO_WHY = ("least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3, from 1 under offload optimizer: less communication "
-            "first; --zero to fix it)")
-ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried): the stage that needs the least memory, the closest "
-                      "to fitting (--zero to fix it)")
+            "first; a stage the framework refuses, as DeepSpeed's pipeline ZeRO-2/3, skipped; --zero to fix it)")
+ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried, those the framework refuses skipped): the stage "
+                      "that needs the least memory, the closest to fitting (--zero to fix it)")
 
 
 def chooses_zero(w: TrainingWorkload) -> bool:

@@ -882,6 +882,13 @@ def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
       the fp32 main parameters and optimizer states over the data-parallel group and reduce-scatters the gradients
       (ZeRO-1-like: every rank keeps its whole grad buffer and its whole model shard); parameter sharding is the separate Megatron-FSDP
       path (``--use-megatron-fsdp``), which the megatron precisions do not model. ``zero`` is DeepSpeed's stage.
+    - DeepSpeed ZeRO stage 2 or 3 with pipeline parallelism (any model): ``PipelineEngine.__init__`` asserts
+      ``zero_optimization_stage() < ZeroStageEnum.gradients``, "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+      parallelism" (deepspeedai/DeepSpeed @edaa7221, deepspeed/runtime/pipe/engine.py:76-77): its pipeline schedules
+      the gradient all-reduce itself and keeps every stage's gradients whole, so ZeRO-0/1 only. (ZeRO-3 with AutoTP
+      tensor parallelism is allowed: "AutoTP + ZeRO stage 3 is supported for both inference and training",
+      deepspeed/runtime/engine.py:666-669 @edaa7221.) Megatron's distributed optimizer (the megatron precisions'
+      zero 1/2) runs with its own pipeline, and FSDP (``fsdp``) is not DeepSpeed's.
 
     ``sharded_workload`` (recommend, fit, train --memory) skips the stages refused here: one check."""
     if w.zero == 3 and w.precision.startswith("megatron-"):
@@ -889,6 +896,12 @@ def check_framework_layout(spec: ModelSpec, w: TrainingWorkload) -> None:
             f"zero 3 with precision {w.precision}: Megatron-Core has no ZeRO-3 (its distributed optimizer shards the "
             "fp32 main parameters and optimizer states; every rank keeps its whole grad buffer and its parameters: "
             "megatron/core/optimizer/distrib_optimizer.py): give zero 1 or 2, or a deepspeed-*/fsdp-* precision"))
+    if w.pp > 1 and w.zero >= 2 and w.fsdp is None and not w.precision.startswith("megatron-"):
+        raise FieldError("zero", also=("pp",), message=(
+            f"zero {w.zero}{' (which offload params needs)' if w.offload == 'params' else ''} with pp {w.pp}: "
+            "DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (\"ZeRO-2 and "
+            "ZeRO-3 are incompatible with pipeline parallelism\", deepspeed/runtime/pipe/engine.py:76-77): give zero "
+            "0 or 1, or pp 1"))
     if w.precision.startswith("megatron-"):
         refused = megatron_sequence_parallel_refusal(spec, w.tp, w.sequence_parallel, w.seq_len, w.context_parallel,
                                                      w.tp_comm_overlap)
