@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from cli_capture import run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
