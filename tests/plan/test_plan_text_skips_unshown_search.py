@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_capture import run
 
 import llmsizer.plan.inference as plan_inference
 import llmsizer.plan.training as plan_training
+from cli_capture import run
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "lora-finetune-and-chat.yaml")
 
