@@ -95,7 +95,9 @@ REQUIRED = ["b200", "h200", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb"
             # issue #16: RTX 50 below the 5090, B300/GB200, MI325X/MI355X, H20, RTX PRO 6000 Workstation
             "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb", "rtx-5060", "rtx-5050", "b300",
             "gb200", "gb300", "gh200", "gh200-144gb",
-            "mi325x", "mi355x", "h20", "rtx-pro-6000-workstation"]
+            "mi325x", "mi355x", "h20", "rtx-pro-6000-workstation",
+            # probe28 N3: the common llama.cpp cards
+            "rtx-3060", "rtx-4060", "rtx-4060-ti-16gb"]
 
 
 def test_the_issue_list_of_accelerators_is_present() -> None:

@@ -56,6 +56,9 @@ DRIVER_MIB: dict[str, float] = {
     "rtx-5060": 8151,  # 'NVIDIA GeForce RTX 5060, 8151 MiB, driver 595.71.05'
     "rtx-5060-ti-8gb": 8151,  # 'NVIDIA GeForce RTX 5060 Ti, 8151 MiB reported VRAM, NVIDIA driver: 596.49'
     "rtx-5050": 8151,  # 'NVIDIA GeForce RTX 5050, 8151 MiB, 610.74'
+    "rtx-3060": 12288,  # 'NVIDIA GeForce RTX 3060, 12288 MiB, driver 595.71.05' (public notes, probe28 N3)
+    "rtx-4060": 8188,  # 'NVIDIA GeForce RTX 4060, 8188 MiB', driver 610.62, 24 SM, compute capability 8.9
+    "rtx-4060-ti-16gb": 16380,  # 'NVIDIA GeForce RTX 4060 Ti, 16380 MiB', driver 595.71.05
     # tests/fixtures/real_outputs: nvidia-smi -q 'NVIDIA GeForce RTX 4080 SUPER', 'Total : 16376 MiB', 595.71.05
     "rtx-4080-super": 16376,
     # tests/fixtures/real_outputs: rocm-smi 'Navi 32 [Radeon RX 7700 XT / 7800 XT]', 'VRAM Total Memory (B): 17163091968'

@@ -264,6 +264,28 @@ class Plan:
         """True when no check has severity 'error'."""
         return not self.checks_of("error")
 
+    def summary_counts(self) -> dict[str, int]:
+        """What a plan's summary counts, the one rule of every face (text, Markdown, HTML, notebook): the request
+        checks by severity (``error``, ``warning``, ``info``) and ``job_warnings``, the warnings the jobs carry
+        (each printed under its job, apart from the checks), so a summary never reads "0 warning(s)" or "no
+        problems" above warning lines (probe28 D6)."""
+        counts = {s: len(self.checks_of(s)) for s in SEVERITIES}
+        counts["job_warnings"] = sum(len(j.warnings) for j in self.jobs)
+        # of them, those a job's figures already state (the text face prints them as the figure, not a warning line)
+        counts["job_warnings_in_figures"] = sum(len(set(j.warnings) & set(j.said_in_figures)) for j in self.jobs)
+        return counts
+
+    def summary_line(self, figures_apart: bool = False) -> str:
+        """The summary in words, naming what each count counts: 'request checks: 0 error(s), 0 warning(s), 1
+        note(s); job warnings: 2 (under each job)'. ``figures_apart``: the face prints a warning its figures state
+        as the figure only (the text face, JobPlan.said_in_figures), and the line says how many."""
+        c = self.summary_counts()
+        n, said = c["job_warnings"], c["job_warnings_in_figures"] if figures_apart else 0
+        where = ("" if not n else " (under each job)" if not said else " (stated by the jobs' figures)" if said == n
+                 else f" ({n - said} under the jobs, {said} stated by their figures)")
+        return (f"request checks: {c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s); "
+                f"job warnings: {n}{where}")
+
     def to_dict(self) -> dict[str, Any]:
         counts = {s: len(self.checks_of(s)) for s in SEVERITIES}
         return json_data({"schema_version": SCHEMA_VERSION, "kind": "plan", "title": self.title, "source": self.source,

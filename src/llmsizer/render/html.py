@@ -106,9 +106,12 @@ def _job(j: JobPlan, checks: list[Check]) -> str:
 
 def render_html(plan: Plan) -> str:
     """The whole plan as one self-contained HTML page."""
-    e, w, i = (len(plan.checks_of(s)) for s in ("error", "warning", "info"))
-    badges = (f'<span class="b-error">{e} error(s)</span><span class="b-warning">{w} warning(s)</span>'
-              f'<span class="b-info">{i} note(s)</span>') if plan.checks else '<span class="b-ok">no problems</span>'
+    c = plan.summary_counts()  # the request checks by severity and the jobs' warnings (Plan.summary_counts)
+    badges = "request checks: " + (
+        f'<span class="b-error">{c["error"]} error(s)</span><span class="b-warning">{c["warning"]} warning(s)</span>'
+        f'<span class="b-info">{c["info"]} note(s)</span>' if plan.checks else '<span class="b-ok">no problems</span>')
+    badges += "; job warnings: " + (f'<span class="b-warning">{c["job_warnings"]} (under each job)</span>'
+                                    if c["job_warnings"] else '<span class="b-ok">none</span>')
     totals = "".join(f'<tr><td>{escape(f.label)}</td><td class="num">{escape(format_value(f.value, f.unit))}</td>'
                      f'<td class="how">{escape(f.formula)}</td></tr>' for f in plan.totals.figures
                      if f.value is not None)

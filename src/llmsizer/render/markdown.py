@@ -159,9 +159,8 @@ def _job_md(j: JobPlan) -> list[str]:
 
 def render_markdown(plan: Plan) -> str:
     """The whole plan as Markdown (GitHub-flavoured tables)."""
-    e, w, i = (len(plan.checks_of(s)) for s in ("error", "warning", "info"))
-    out = [f"# Plan: {plan.title}", "", f"Request: `{plan.source}`. Checks: **{e} error(s)**, {w} warning(s), "
-           f"{i} note(s).", ""]
+    out = [f"# Plan: {plan.title}", "", f"Request: `{plan.source}`. {plan.summary_line()[:1].upper()}"
+           f"{plan.summary_line()[1:]}.", ""]
     out += ["## Checks", ""]
     if plan.checks:
         out += ["| severity | job | line | check | message | what to do |", "|---|---|---|---|---|---|"]

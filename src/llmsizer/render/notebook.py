@@ -175,9 +175,7 @@ def plan_html(plan: Plan) -> str:
     notes, assumptions and warnings. (``llmsizer.render.html.render_html`` writes the full report with charts.)"""
     from ..units import format_usd
     from .markdown import SEVERITY_LABEL, check_line, format_value
-    e, w, i = (len(plan.checks_of(s)) for s in ("error", "warning", "info"))
-    parts = [f"<h4>Plan: {escape(plan.title)}  ({escape(plan.source)})</h4>",
-             _lines([f"checks: {e} error(s), {w} warning(s), {i} note(s)"])]
+    parts = [f"<h4>Plan: {escape(plan.title)}  ({escape(plan.source)})</h4>", _lines([plan.summary_line()])]
     if plan.checks:
         parts.append(_table(["severity", "check", "what to do"],
                             [[SEVERITY_LABEL[c.severity], check_line(c, plan.source), c.advice] for c in plan.checks],

@@ -110,8 +110,7 @@ def _job_warnings(j: JobPlan) -> list[str]:
 
 
 def render_plan_text(plan: Plan) -> str:
-    e, w, i = (len(plan.checks_of(s)) for s in ("error", "warning", "info"))
-    out = [f"Plan: {plan.title}  ({plan.source})", f"checks: {e} error(s), {w} warning(s), {i} note(s)"]
+    out = [f"Plan: {plan.title}  ({plan.source})", plan.summary_line(figures_apart=True)]
     for c in plan.checks:
         out.append(f"  {SEVERITY_LABEL[c.severity]:<7} {check_line(c, plan.source)}")
         if c.advice:

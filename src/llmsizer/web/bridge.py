@@ -246,7 +246,8 @@ def field_problem(command: tuple[str, ...], e: FieldError, fields: Mapping[str, 
     """A FieldError on the web: ``detail`` is the CLI's line for the same input (cli/main.py ``command_line``: each
     field written as the command's flag, ``--tp``), the one rule of every error the web returns (API.md "Errors");
     ``field`` is the body's own key for the field at fault (``tp`` where the body said ``tp``, ``tensor_parallel``
-    where it said that; workload_args.flag_of), or the Python name of a field the body did not give."""
+    where it said that; workload_args.flag_of), or the Python name of a field the body did not give; ``also``, the
+    same for the other fields a cross-field error names (FieldError.fields: gpus vs tp x pp x context_parallel)."""
     from ..cli.main import command_line
     from ..cli.workload_args import typed_flag
     p = subparser(command)
@@ -260,7 +261,8 @@ def field_problem(command: tuple[str, ...], e: FieldError, fields: Mapping[str, 
         action = next((a for a in p._actions if flag in a.option_strings), None) if flag else None
         return next((str(k) for k in fields if action is not None and _option(str(k)) in action.option_strings),
                     field)
-    return Problem(400, term(command_line(e, p, gave)).splitlines()[0], key(e.field))
+    return Problem(400, term(command_line(e, p, gave)).splitlines()[0], key(e.field),
+                   also=[key(f) for f in e.fields[1:]])  # a cross-field error's others (gpus vs tp x pp x cp)
 
 
 _ARGUMENT = re.compile(r"^(?:argument |unrecognized arguments: |the following arguments are required: )(--[a-z0-9-]+)")

@@ -37,6 +37,10 @@ PROBLEM_SCHEMA: dict[str, Any] = {
                                                    "(Content-Type, Content-Length, Host, X-CSRF-Token)"},
         "errors": {"type": "array", "items": {"type": "string"},
                    "description": "an invalid request file: one line per problem (FILE:LINE: job: field: message)"},
+        "also": {"type": "array", "items": {"type": "string"},
+                 "description": "the other inputs a cross-field error names beside field, each at fault with it "
+                                "(gpus vs tp x pp x context_parallel: field gpus, also tp, pp, context_parallel; "
+                                "errors.py FieldError's also)"},
     },
 }
 
@@ -60,17 +64,18 @@ class Problem(Exception):
     """An answer that is an error: status, the one-line detail (``web_detail``), the field at fault."""
 
     def __init__(self, status: int, detail: str, field: str | None, errors: list[str] | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, also: list[str] | None = None) -> None:
         detail = web_detail(detail, field)
         super().__init__(detail)
         self.status, self.detail, self.field, self.errors, self.headers = status, detail, field, errors, headers
+        self.also = also
 
     def response(self) -> Response:
-        return problem_response(self.status, self.detail, self.field, self.errors, self.headers)
+        return problem_response(self.status, self.detail, self.field, self.errors, self.headers, self.also)
 
 
 def problem_response(status: int, detail: str, field: str | None, errors: list[str] | None = None,
-                     headers: dict[str, str] | None = None) -> Response:
+                     headers: dict[str, str] | None = None, also: list[str] | None = None) -> Response:
     """The problem+json answer. ``field`` is required of every caller (None only for a 5xx, which is the server's
     fault, not an input's): every 4xx names the input at fault (PROBLEM_SCHEMA's ``field``), in ``detail`` too
     (``web_detail``)."""
@@ -80,6 +85,8 @@ def problem_response(status: int, detail: str, field: str | None, errors: list[s
         body["field"] = field
     if errors:
         body["errors"] = errors
+    if also:  # the other fields a cross-field error names (FieldError.fields past the first): the pages mark each
+        body["also"] = also
     return Response(json.dumps(body, indent=2) + "\n", status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -111,7 +118,8 @@ def from_error(e: LlmsizerError, *, not_found: bool = False, fields: Mapping[str
     else:
         field = (named_field(detail, fields) if fields is not None else None) or default
     status = 404 if not_found and isinstance(e, UnknownNameError) else 400
-    return Problem(status, detail, field, lines if len(lines) > 1 else None)
+    also = list(e.fields[1:]) if isinstance(e, FieldError) else None  # a cross-field error's other fields
+    return Problem(status, detail, field, lines if len(lines) > 1 else None, also=also)
 
 
 def named_field(detail: str, fields: Mapping[str, Any]) -> str | None:

@@ -3,14 +3,15 @@
 
 export const API = "/api/v1";
 
-/** An API error, with the one-line message the CLI would print (problem+json "detail") and, for an invalid request
- * file, every line it prints ("errors"). */
+/** An API error, with the one-line message the CLI would print (problem+json "detail"), for an invalid request
+ * file every line it prints ("errors"), and the other fields a cross-field error names beside "field" ("also"). */
 export class ApiError extends Error {
-  constructor(message, status, field, errors) {
+  constructor(message, status, field, errors, also) {
     super(message);
     this.status = status;
     this.field = field || null;
     this.errors = Array.isArray(errors) ? errors : [message];
+    this.also = Array.isArray(also) ? also : []; // a cross-field error's other fields (web/problems.py "also")
   }
 }
 
@@ -20,7 +21,7 @@ async function answer(res) {
   if (res.ok) return body;
   if (body && typeof body === "object") {
     const msg = body.detail || body.title || JSON.stringify(body);
-    throw new ApiError(typeof msg === "string" ? msg : JSON.stringify(msg), res.status, body.field, body.errors);
+    throw new ApiError(typeof msg === "string" ? msg : JSON.stringify(msg), res.status, body.field, body.errors, body.also);
   }
   throw new ApiError(String(body || res.statusText), res.status);
 }

@@ -181,7 +181,9 @@ function showProblem(e) {
   showBoxAndField(form, e, (err) => {
     const { names, flags, labels } = controlsSent();
     const name = controlOf(err.field, names, FORM_NAMES[tab], flags);
-    return name ? [form.elements.namedItem(name), formMessage(err.message, labels, flags[name])] : null;
+    const others = (err.also || []).map((f) => controlOf(f, names, FORM_NAMES[tab], flags)).filter(Boolean)
+      .map((n) => form.elements.namedItem(n));
+    return name ? [form.elements.namedItem(name), formMessage(err.message, labels, flags[name]), others] : null;
   });
 }
 

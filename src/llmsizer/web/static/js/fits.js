@@ -117,6 +117,8 @@ async function start() {
       for (const v of choices.choices.engines || []) engine.append(el("option", { value: v }, v));
       if (q) engine.value = q.get("engine") ?? ""; // now offered
       // estimate/verdict.py DEFAULT_HEADROOM, and LLAMACPP_FIT_TARGET: the margin llama.cpp keeps on a GPU instead
+      // specs/workload.py InferenceWorkload.context, as `models --fits-on` (and infer) ask it with no --context
+      $("context").placeholder = `default ${choices.defaults.context}`;
       $("headroom").placeholder = `default ${choices.defaults.headroom}; llama.cpp on a GPU: ` +
         `${choices.defaults.fit_target / 2 ** 20} MiB`;
     }).catch(() => {}),

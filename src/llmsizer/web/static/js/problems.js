@@ -56,6 +56,16 @@ export function showAtField(control, message) {
   if (!control.form?.contains(document.activeElement)) control.focus({ preventScroll: true });
 }
 
+/** Mark ``control`` as at fault with the message shown at another control (``id``: that message's element): a
+ * cross-field error (gpus vs tp x pp x context_parallel) marks every field it names, each described by the one
+ * message. */
+export function markAlso(control, id) {
+  const described = (control.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+  control.dataset.describedby = described.join(" ");
+  control.setAttribute("aria-describedby", [...described, id].join(" "));
+  control.setAttribute("aria-invalid", "true");
+}
+
 /** Take every message shown at a field of ``form`` away, and the marks with them. */
 export function clearAtFields(form) {
   for (const s of form.querySelectorAll(`.${ERROR}`)) s.remove();
@@ -70,7 +80,8 @@ export function clearAtFields(form) {
 
 /** A page's 400 (``e``, an ApiError or an Error; null: none): the API's line (the CLI's) in the page's #problem box
  * above its #results, which are marked stale (they answer the previous input), and the message at the control
- * ``at(e)`` names as ``[control, message]`` (null, or a control with no id: the box alone). The calculator and the
+ * ``at(e)`` names as ``[control, message]`` (null, or a control with no id: the box alone), or ``[control, message,
+ * others]`` where the error names other fields too (the API's ``also``: each marked aria-invalid, markAlso). The calculator and the
  * compare page both show their 400s this way; each says which control its form has for the API's ``field``. */
 export function showProblem(form, e, at = () => null) {
   const p = document.getElementById("problem");
@@ -79,6 +90,8 @@ export function showProblem(form, e, at = () => null) {
   if (!e) { p.hidden = true; p.textContent = ""; return; }
   p.hidden = false;
   p.textContent = e.message;
-  const [control, message] = at(e) || [];
-  if (control && control.id) showAtField(control, message);
+  const [control, message, others = []] = at(e) || [];
+  if (!control || !control.id) return;
+  showAtField(control, message);
+  for (const c of others) if (c && c !== control) markAlso(c, `${control.id}-error`); // the error's other fields
 }
