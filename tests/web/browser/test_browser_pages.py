@@ -472,6 +472,21 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
         [o for o in train["options"] if o["run_cost"] and o["training_seconds"]])
 
 
+def test_compare_with_only_a_model_asks_recommends_defaults(page: Page, server: str) -> None:
+    """probe28 D5's sibling: the compare page's Context and Concurrency started filled ('8k', '8'), so a bare model
+    compared 8k x 8 while `recommend llama-3.1-8b` asks 4096 x 1. Empty now, their placeholders the defaults'
+    home (InferenceWorkload via choices.json): the chosen option is recommend's for the bare model."""
+    page.goto("/compare?model=llama-3.1-8b")
+    page.wait_for_selector("#chosen-title")
+    want = cli("recommend", "llama-3.1-8b")
+    assert page.get_by_label("Context").input_value() == "" and page.get_by_label("Concurrency").input_value() == ""
+    assert page.get_by_label("Context").get_attribute("placeholder") == "default 4096"
+    assert want["chosen"]["devices_text"] in page.locator("#chosen-title").inner_text()
+    command = copy_command(page)
+    assert command is not None and "--context" not in command and "--concurrency" not in command
+    assert cli(*shlex.split(command)[1:])["chosen"] == want["chosen"]
+
+
 def test_compare_takes_a_dropped_config_json(page: Page, server: str, tmp_path: Path) -> None:
     """The compare page's model is picked as the calculator's: a dropped config.json is the model of `recommend`."""
     cfg = tmp_path / "config.json"
