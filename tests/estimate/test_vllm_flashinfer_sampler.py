@@ -1,4 +1,4 @@
-"""vLLM 0.10-0.11 sample the profile run's dummy batch through FlashInfer on CUDA (estimate/engines.py
+"""vLLM 0.10.0-0.11.0 sample the profile run's dummy batch through FlashInfer on CUDA (estimate/engines.py
 VLLM_FLASHINFER_SAMPLER_RELEASES), which holds far less than the PyTorch-native sort of later releases.
 
 The bytes are rebuilt here from the tensors the code allocates, not from llmsizer's output. vllm 0.10.2 (PyPI wheel):
@@ -50,6 +50,16 @@ def test_later_releases_keep_the_native_sort() -> None:
     native = _activations(engine_version="0.14")
     assert native > 2.5 * _flashinfer_sampler_bytes()
     assert abs(native / 2**30 - 7.38) < 0.15
+
+
+def test_the_patch_releases_of_0_11_after_the_change_sort_natively() -> None:
+    """vllm-project/vllm#26859 landed between 0.11.0 and 0.11.1: the 0.11.1 wheel's topk_topp_sampler.py (lines
+    34-47) takes forward_cuda only when VLLM_USE_FLASHINFER_SAMPLER is set (probe29 D1). So 0.11.1 and 0.11.2 hold the
+    native sort's figure, as 0.14 does; '0.11' is 0.11.0."""
+    native = _activations(engine_version="0.14")
+    assert _activations(engine_version="0.11.1") == native
+    assert _activations(engine_version="0.11.2") == native
+    assert _activations(engine_version="0.11") == _flashinfer_sampler_bytes()
 
 
 def test_gpt_oss_120b_starts_on_one_h100_under_vllm_0_10_2() -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..formulas.speed import sm_streaming_bandwidth
 from ..frozen import fast_init
-from ..specs.workload import parse_engine_version
+from ..specs.workload import engine_version_patch, parse_engine_version
 from ..units import GiB, MiB
 from . import efficiency as E
 
@@ -92,11 +92,11 @@ VLLM_SAMPLER_BYTES_PER_LOGIT = 38.9
 # FlashInfer being the [flashinfer] extra of the 0.10.2 wheel): vllm/v1/sample/ops/topk_topp_sampler.py
 # ``elif envs.VLLM_USE_FLASHINFER_SAMPLER is not False: self.forward = self.forward_cuda`` (0.10.1.1 line 41, 0.10.2
 # line 49, 0.11.0 line 46; the variable unset is None). vllm-project/vllm#26859 ('Disable FlashInfer sampler by
-# default', merged 2025-10-15, after 0.11.0) made it opt-in: 0.14.1 and 0.19.1 take forward_native unless
-# VLLM_USE_FLASHINFER_SAMPLER=1 (line 35 of each). The 0.11.1 and 0.11.2 releases carry #26859 but a release is
-# (major, minor) here: 0.11 is taken as 0.11.0's rule. Earlier releases (V0, the first V1 ones) are not read: they
-# keep the native constant above.
-VLLM_FLASHINFER_SAMPLER_RELEASES = ((0, 10), (0, 11))
+# default', merged 2025-10-15, after 0.11.0) made it opt-in: 0.11.1 (lines 34-47 of its wheel: forward_cuda only
+# when VLLM_USE_FLASHINFER_SAMPLER is set; probe29 D1), 0.14.1 and 0.19.1 (line 35 of each) take forward_native
+# unless VLLM_USE_FLASHINFER_SAMPLER=1. So the rule is [0.10.0, 0.11.1) by patch release (``release_patch``; 0.11
+# and 0.11.0 are 0.11.0). Earlier releases (V0, the first V1 ones) are not read: they keep the native constant above.
+VLLM_FLASHINFER_SAMPLER_RELEASES = ((0, 10, 0), (0, 11, 1))  # [first, until)
 # Bytes per logit the dummy sampler holds on the FlashInfer path beside the model-dtype logits: three float32
 # copies. gpu_model_runner._dummy_sampler_run (0.10.2 line 2849) keeps compute_logits' logits (model dtype) while
 # the sampler runs with top_k = vocab - 1 and top_p = 0.9 (lines 2859-2860, so both filters); Sampler.forward makes
@@ -573,6 +573,13 @@ def release(engine: str, version: str | None) -> tuple[int, int]:
     """(major, minor) of the release an estimate of ``engine`` uses: ``version``, or ``CURRENT_VERSION`` when none
     is given (the one home of that default: the host step and the range band's scope both read it)."""
     return parse_version(version if version is not None else CURRENT_VERSION[engine])
+
+
+def release_patch(engine: str, version: str | None) -> tuple[int, int, int]:
+    """(major, minor, patch) of the release an estimate of ``engine`` uses, for a rule that changed inside a minor
+    release (vLLM's FlashInfer sampler default, VLLM_FLASHINFER_SAMPLER_RELEASES); as ``release`` otherwise."""
+    text = version if version is not None else CURRENT_VERSION[engine]
+    return (*parse_version(text), engine_version_patch(text))
 
 
 def step_host(engine: str, version: str | None = None) -> StepHost | None:

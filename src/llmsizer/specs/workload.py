@@ -207,7 +207,7 @@ SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-282
 
 # a release as the engines tag them (PEP 440's public version, the subset the engines use): major.minor[.patch] and
 # an optional pre/post/dev suffix (0.8.5.post1, 0.7.0rc1, 0.6.4.dev0); ASCII digits only, at most 32 characters
-_ENGINE_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?(?:[.-]?(?:post|rc|dev|a|b)\d{0,6})?", re.ASCII)
+_ENGINE_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?:[.-]?(?:post|rc|dev|a|b)\d{0,6})?", re.ASCII)
 
 
 def parse_engine_version(version: str) -> tuple[int, int]:
@@ -221,6 +221,14 @@ def parse_engine_version(version: str) -> tuple[int, int]:
     if m is None:
         raise InputError(f"engine_version must look like 0.19 or 0.19.1, got {version!r}")
     return int(m.group(1)), int(m.group(2))
+
+
+def engine_version_patch(version: str) -> int:
+    """The patch number of an engine release as written ('0.11.1' -> 1; '0.11' and '0.11.0' -> 0), for the rules
+    that changed inside a minor release (estimate/engines.py ``release_patch``); the syntax is checked as above."""
+    parse_engine_version(version)
+    m = _ENGINE_VERSION.fullmatch(version.strip().lower())
+    return int(m.group(3) or 0) if m is not None else 0
 
 
 # headroom and fit_target both given (estimate/verdict.py margin_rule; the workload refuses it up front)

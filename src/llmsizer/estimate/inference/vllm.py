@@ -146,16 +146,17 @@ def _mxfp4_experts(ctx: Context) -> None:
 
 
 def sampler_bytes_per_logit(ctx: Context) -> tuple[float, str]:
-    """Bytes the profile run's dummy sampler holds per logit (num_reqs x vocab) and what says so: on vLLM 0.10-0.11
+    """Bytes the profile run's dummy sampler holds per logit (num_reqs x vocab) and what says so: on vLLM 0.10.0-0.11.0
     over CUDA (FlashInfer top-k/top-p sampling by default, estimate/engines.py VLLM_FLASHINFER_SAMPLER_RELEASES) the
     model-dtype logits plus three float32 copies (VLLM_SAMPLER_FLASHINFER_FP32_COPIES); otherwise the PyTorch-native
     sort's figure derived from the llm-d logs (VLLM_SAMPLER_BYTES_PER_LOGIT)."""
     w = ctx.w
     capability = weights_capability(w.device, w.gpu_runtime, w.gpu_capability, w.engine, ctx.spec.model_type,
                                     ctx.fmt)
-    if E.release("vllm", w.engine_version) in E.VLLM_FLASHINFER_SAMPLER_RELEASES and capability != 0:
+    first, until = E.VLLM_FLASHINFER_SAMPLER_RELEASES
+    if first <= E.release_patch("vllm", w.engine_version) < until and capability != 0:
         per = ctx.act_bytes + 4 * E.VLLM_SAMPLER_FLASHINFER_FP32_COPIES
-        why = (f"FlashInfer top-k/top-p sampling, vLLM's default on CUDA in 0.10-0.11 with FlashInfer installed (as in "
+        why = (f"FlashInfer top-k/top-p sampling, vLLM's default on CUDA in 0.10.0-0.11.0 with FlashInfer installed (as in "
                f"the vllm-openai image; a pip install without the [flashinfer] extra sorts natively, "
                f"{E.VLLM_SAMPLER_BYTES_PER_LOGIT} B per logit): {ctx.act_bytes} B model-dtype logits + "
                f"{E.VLLM_SAMPLER_FLASHINFER_FP32_COPIES} float32 copies")
