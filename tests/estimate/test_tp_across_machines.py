@@ -102,3 +102,19 @@ def test_pipeline_hop_between_p5s_pays_the_network_share_and_latency() -> None:
     # one send of 2 b h a / tp at one device's share of the machine's network (3200 Gb/s / 8), plus eq. (14)
     hop = 2 * 1 * 4096 * 2 / 8 / (p5_network() / 8) + (6.6 + 2.7) * 1e-6
     assert math.isclose(sp.details["pipeline_hop_seconds"], hop, rel_tol=1e-9)
+
+
+def test_a_thin_network_bounds_the_bus_bandwidth() -> None:
+    """2 x Azure ND40rs_v2 (8 x V100 SXM2, one 100 Gb/s InfiniBand NIC a machine: the catalog's 12.5 GB/s): the ring
+    across the machines runs at min(NCCL's V100 NVLink figure, 6 links x 20.0 GB/s (topo.h SM70_NVLINK_BW), the
+    machine's network), the network's."""
+    inst = builtin_catalog().instances["azure-standard_nd40rs_v2"]
+    assert inst.network is not None and inst.device_count == 8
+    r = fit("llama-3.1-8b", inst.id, 16, engine="vllm", weights="fp16", tensor_parallel=16, concurrency=1,
+            context=4096)
+    sp = r.speed
+    assert sp is not None and sp.decode is not None
+    bus = min(6 * 20.0e9, float(inst.network.base))
+    assert bus == 12.5e9
+    alpha = E.NCCL_ALLREDUCE_LATENCY.expected + NCCL_16_ON_2 - NCCL_8_ON_1
+    assert sp.decode.comm_seconds == pytest.approx(65 * (alpha + 2 * 15 / 16 * 4096 * 2 / bus))
