@@ -639,7 +639,7 @@ class AllReducePath:
 
 
 def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh: bool | None,
-                 peer_to_peer: bool = True, library: str = "NCCL") -> AllReducePath | None:
+                 peer_to_peer: bool = True, library: str = "NCCL", machines: int = 1) -> AllReducePath | None:
     """The kernel ``engine`` runs for one all-reduce of ``message_bytes`` over ``tp`` GPUs and its latency; None for a
     single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined directly by NVLink or an
     xGMI mesh (vLLM's is_full_nvlink / is_fully_connected; None: not known, taken as not); ``peer_to_peer``: the
@@ -647,19 +647,23 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
     mesh (MI300X/MI325X/MI355X boards: device.py ``XGMI_MESH_ARCHITECTURES``, vLLM's ROCm is_fully_connected) counts
     as a mesh; its latencies are the NVIDIA-measured figures, stand-ins (no published ROCm small-message timing).
     ``library``: the collective library the label names, "RCCL" on AMD GPUs (torch.distributed's "nccl" backend is
-    RCCL in a ROCm build), where the NCCL latency is that stand-in."""
+    RCCL in a ROCm build), where the NCCL latency is that stand-in. ``machines``: the machines the ``tp`` GPUs span;
+    past 1 the custom kernel is off (vLLM 0.19.1 distributed/device_communicators/custom_all_reduce.py L90-94: "Custom
+    allreduce is disabled because this process group spans across nodes", ``in_the_same_node_as``) and NCCL runs, at
+    its in-machine latency here (the network's share is formulas/network.py eq. (13'), speed_layout's)."""
     if tp <= 1 or engine not in ALLREDUCE_ENGINES + NCCL_ONLY_ENGINES:
         return None
     mesh = bool(nvlink_mesh)
     where = ("a full NVLink / xGMI mesh" if mesh else "2 GPUs" if tp == 2 else
              f"{tp} GPUs without a full NVLink / xGMI mesh")
     if (engine in ALLREDUCE_ENGINES and tp in CUSTOM_ALLREDUCE_WORLD_SIZES and peer_to_peer and (tp == 2 or mesh)
-            and message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES):
+            and message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES and machines == 1):
         one = tp == 2 or (tp <= 4 and message_bytes < 512 * 1024) or (tp <= 8 and message_bytes < 256 * 1024)
         return AllReducePath(f"custom {'one' if one else 'two'}-stage", E.CUSTOM_ALLREDUCE_LATENCY,
                              f"{engine}'s custom all-reduce on {where}, {message_bytes / 1024:.0f} KB < 8 MiB "
                              "(custom_all_reduce.py should_custom_ar; custom_all_reduce.cuh REDUCE_CASE)")
-    reason = ("world size not in 2, 4, 6, 8" if tp not in CUSTOM_ALLREDUCE_WORLD_SIZES else
+    reason = (f"the group spans {machines} machines, custom all-reduce off across nodes (L90-94)" if machines > 1 else
+              "world size not in 2, 4, 6, 8" if tp not in CUSTOM_ALLREDUCE_WORLD_SIZES else
               "no peer-to-peer access" if not peer_to_peer else
               "more than two GPUs without a full NVLink / xGMI mesh" if not (tp == 2 or mesh) else "message >= 8 MiB")
     # NCCL's latency over the replica's link: the NVLink figure on a full mesh (RCCL on an xGMI one: the same
@@ -667,13 +671,15 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
     # before, the H100 NVLink figure for every NCCL path; review25 D4: 8 PCIe GPUs took the one-switch figure)
     if mesh:
         latency, over = E.NCCL_ALLREDUCE_LATENCY, "over the NVLink / xGMI mesh"
-    elif tp <= PCIE_ONE_SWITCH_GPUS:
+    elif tp // max(machines, 1) <= PCIE_ONE_SWITCH_GPUS:  # the GPUs of one machine
         latency, over = E.NCCL_ALLREDUCE_LATENCY_PCIE, f"over PCIe behind one switch (up to {PCIE_ONE_SWITCH_GPUS} GPUs)"
     else:
         latency, over = E.NCCL_ALLREDUCE_LATENCY_PCIE_ISLANDS, (
             f"over PCIe across two islands (more than {PCIE_ONE_SWITCH_GPUS} GPUs; no host topology in the catalog, "
             "the conservative figure)")
     stand_in = "" if library == "NCCL" else f" ({library}: NCCL's NVIDIA-measured latency a stand-in)"
+    if machines > 1:
+        over += f" inside each of {machines} machines, plus the network's share (formulas/network.py eq. (13'))"
     if engine in NCCL_ONLY_ENGINES:
         return AllReducePath(library, latency, f"{engine} runs {library} through torch.distributed (distributed/"
                              f"tensor_parallel.py:297, :354, :577; no custom kernel); {over}{stand_in}")

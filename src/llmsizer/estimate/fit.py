@@ -21,7 +21,7 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.model_parallel_time import serving_pipeline_micro_batch
-from ..formulas.network import device_share_of_node_bandwidth
+from ..formulas.network import NCCL_TUNING_SOURCE, cross_machine_send_latency, device_share_of_node_bandwidth
 from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal, transformers_tensor_parallel_refusal
@@ -101,6 +101,7 @@ from .serving_load import (
 )
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode, split_prefill
 from .speed_layout import pipelined
+from .speed_setup import MachineNetwork
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, training_needs, training_workload, with_device_notes
 from .training.setup import refuse_attention_kernel
@@ -562,21 +563,34 @@ def devices_text(count: int, device: str, instances: int = 1, instance: str | No
     return text + (f" ({instances} {'copies' if copies else 'machines'})" if instances > 1 else "")
 
 
+def machine_network(instance: Instance | None, tp: int, per_node: int) -> MachineNetwork | None:
+    """The network a tensor-parallel group of ``tp`` devices crosses on machines of ``per_node``: the machines it
+    spans (:func:`machines_spanned`) and the instance's catalog network per machine; None within one machine or
+    without a known network (then its all-reduces are timed on the link inside a machine, and fit warns)."""
+    if tp <= per_node or instance is None or instance.network is None:
+        return None
+    return MachineNetwork(machines_spanned(tp, per_node), float(instance.network.base),
+                          f"{instance.id}'s network (catalog)")
+
+
 def pipeline_hop_bandwidth(device: Device, instance: Instance | None, per_node: int, tp: int, pp: int,
-                           link: float | None) -> tuple[float | None, str]:
-    """One device's bandwidth for a serving pipeline's sends between stages, and its words: within one machine the
-    link between its devices; across machines the device's share of its machine's network (formulas/network.py eq.
-    (8), as training's point-to-point: estimate/model_parallel.py), without one known the link inside a machine (a
-    lower bound of the time, said)."""
+                           link: float | None) -> tuple[float | None, str, float]:
+    """One device's bandwidth for a serving pipeline's sends between stages, its words, and each send's latency [s]:
+    within one machine the link between its devices (latency not counted); across machines the device's share of
+    its machine's network (formulas/network.py eq. (8), as training's point-to-point: estimate/model_parallel.py)
+    and one network step of NCCL's tuning model (eq. (14)), without one known the link inside a machine (a lower
+    bound of the time, said)."""
     inside = f"the link inside a machine ({link / 1e9:.0f} GB/s)" if link else "no link known (not counted)"
     if tp * pp <= per_node:
-        return link, inside
+        return link, inside, 0.0
     if instance is not None and instance.network is not None:
         share = device_share_of_node_bandwidth(float(instance.network.base), per_node)
+        hop = cross_machine_send_latency()
         return share, (f"one device's share of {instance.id}'s network, {instance.network.base / 1e9:.0f} GB/s / "
-                       f"{per_node} ({share / 1e9:.1f} GB/s, formulas/network.py eq. 8)")
+                       f"{per_node} ({share / 1e9:.1f} GB/s, formulas/network.py eq. 8), {hop * 1e6:.1f} us a send "
+                       f"across machines (eq. 14: one network step of NCCL's tuning model, {NCCL_TUNING_SOURCE})"), hop
     return link, (inside + ": the stages span machines and no network between them is known (give an instance "
-                  "with one), a lower bound of the sends' time")
+                  "with one), a lower bound of the sends' time"), 0.0
 
 
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
@@ -631,7 +645,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   engine_version: str | None = None, nvlink_mesh: bool | None = None,
                   model: Callable[[], SpeedLayout] | None = None,
                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
-                  encoder_flops: float = 0.0, attention: str = "sdpa") -> SpeedEstimate:
+                  encoder_flops: float = 0.0, attention: str = "sdpa",
+                  network: MachineNetwork | None = None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
@@ -640,18 +655,18 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, _device_speed_key(device), tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
-           attention)
+           attention, network)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
             if len(_SPEED_MEMO) > 4096:
                 _SPEED_MEMO.clear()
-            hit = model()(tp, None, conc, link, nvlink_mesh, False) if model is not None else estimate_speed(
+            hit = model()(tp, None, conc, link, nvlink_mesh, False, network) if model is not None else estimate_speed(
                 spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out, concurrency=conc,
                 kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
                 kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
                 nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes, encoder_flops=encoder_flops,
-                attention=attention)
+                attention=attention, network=network)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -1672,18 +1687,19 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             links.append(link_bandwidth_for(device, instance, hardware_files))
         link = links[0] if t > 1 else None
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
+        net = machine_network(instance, t, per_node)
         per = per_replica(concurrency, layout.replicas(n, t))
         per = per if running is None else max(1, min(per, running))
         per = per if exact is None else exact
         if layout.pipeline > 1:  # the whole model at one micro-batch, then the stages in turn (eqs. PP3-PP4)
             micro = serving_pipeline_micro_batch(per, layout.pipeline)
             sp = _speed_cached(spec, device, t, wf, pr, out, micro, kvd, "latent", link, states, ub, kvu, same, eng,
-                               engine_version, mesh, model, group, other, enc, attention)
-            bw, why = pipeline_hop_bandwidth(device, instance, per_node, t, layout.pipeline,
-                                             links[0] if links else None)
-            return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why)
+                               engine_version, mesh, model, group, other, enc, attention, net)
+            bw, why, hop_latency = pipeline_hop_bandwidth(device, instance, per_node, t, layout.pipeline,
+                                                          links[0] if links else None)
+            return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why, hop_latency)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
-                             engine_version, mesh, model, group, other, enc, attention)
+                             engine_version, mesh, model, group, other, enc, attention, net)
 
     def layout_grid(t: int, work: tuple[Any, ...], admitted: int | None,
                     chunk: int | None) -> list[list[float]] | None:
@@ -1846,8 +1862,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         "fits_at_high_end": fits_high(tried[t], on_cpu),
                         **pool_reserved(tried[t])})
     if tp > per_node:
+        spans = machine_network(instance, tp, per_node)
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
-                        "all-reduces cross the network every layer (vLLM's docs advise tensor parallelism inside a "
+                        "all-reduces cross the network every layer, "
+                        + (f"timed over {spans.what}, {spans.bandwidth / 1e9:.0f} GB/s per machine, with NCCL's "
+                           "latency across machines (formulas/network.py eqs. (11), (13'))" if spans is not None else
+                           "timed over the link inside a machine (no network between the machines known: a lower "
+                           "bound of their time)")
+                        + " (vLLM's docs advise tensor parallelism inside a "
                         "machine and pipeline parallelism between machines: "
                         + (f"--tp {per_node} --pp {tp // per_node})" if tp % per_node == 0 and eng in ("vllm", "sglang")
                            else "--tp and --pp)"))

@@ -63,7 +63,7 @@ from .formats import engine_kernel_format, file_kernel_format, serving_fused_exp
 from .speed_decode import transformers_step_kernels
 from .speed_layout import layout_speed
 from .speed_result import SpeedEstimate
-from .speed_setup import SpeedSetup
+from .speed_setup import MachineNetwork, SpeedSetup
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -101,7 +101,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
                    allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True,
                    group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
                    encoder_flops: float = 0.0, decode_loop: str = "generate",
-                   attention: str = "sdpa") -> SpeedEstimate:
+                   attention: str = "sdpa", network: MachineNetwork | None = None) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` serving ``concurrency`` sequences of ``prompt_tokens`` +
     ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2). ``device``: a catalog
     ``Device`` or ``Instance``, or its name (``resolve_target``, the rule ``fit`` reads ``hardware`` by: an instance
@@ -151,7 +151,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
     ``decode_loop``: the loop around the forward whose own kernels K counts: 'generate' (``generate()``'s, eq. K4)
     or 'forward' (a bare forward + argmax loop, the measure worker's: measure/workloads.py inference_pass).
     ``attention``: transformers' attn_implementation (sdpa, eager or flash): eager repeats K/V to every query head
-    and writes the score tensor (formulas/hf_cache_traffic.py eqs. H2, H3)."""
+    and writes the score tensor (formulas/hf_cache_traffic.py eqs. H2, H3). ``network``: the machines the
+    ``tensor_parallel`` GPUs span and each one's network (speed_setup.MachineNetwork; None: one machine), which times
+    the all-reduces across them (formulas/network.py eqs. (11), (13'))."""
     if not isinstance(device, (str, Device, Instance)):  # before, a name or None: an AttributeError from inside
         raise InputError(f"device: expected a device or instance name (text), a Device or an Instance, got "
                          f"{type(device).__name__} {short(device, 40)}")
@@ -170,10 +172,10 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
                        llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size,
                        other_bytes=other_bytes, encoder_flops=encoder_flops,
                        decode_loop=decode_loop, attention=attention)(count, tensor_parallel, concurrency, link_bandwidth,
-                                                                nvlink_mesh, False)
+                                                                nvlink_mesh, False, network)
 
 
-SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool], SpeedEstimate]
+SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool, MachineNetwork | None], SpeedEstimate]
 
 
 def kernels_and_peak(spec: ModelSpec, device: Any, weights_format: str, engine: str | None,

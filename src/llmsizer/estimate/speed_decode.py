@@ -12,6 +12,7 @@ from ..formulas import hf_cache_traffic as HC
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.launch_overhead import host_seconds
+from ..formulas.network import cross_machine_allreduce_latency
 from ..formulas.recurrent_state import layer_state_bytes_per_device, recurrent_state
 from ..formulas.speed import (
     PhaseTime,
@@ -120,6 +121,14 @@ def llamacpp_cells_read(s: SpeedSetup, batch: int) -> tuple[str | None, int, int
     return kernel, per_stream, streams, sliding
 
 
+def cross_allreduce_latency(path: ENG.AllReducePath | None, tp: int, machines: int, nvlink_mesh: bool | None) -> float:
+    """The latency [s] of one all-reduce on ``path`` (engines.tp_allreduce; None: 0) over ``tp`` GPUs on ``machines``
+    machines: the path's measured in-machine latency, plus on more than one machine what NCCL's tuning model adds for
+    the network hops (formulas/network.py eq. (13'); NVLink hops inside a machine on a mesh, else PCIe)."""
+    if path is None:
+        return 0.0
+    return cross_machine_allreduce_latency(path.latency.expected, tp, machines, bool(nvlink_mesh))
+
 def collective_seconds(s: SpeedSetup, c: Collectives, tokens: int, head_tokens: int) -> float:
     """The collectives of a forward of ``tokens`` tokens (``head_tokens`` of them through the lm_head): eq. TP2
     (plan_collective_seconds) for transformers' plan, else ``reductions`` all-reduces of formulas/speed.py eq. (6)
@@ -132,9 +141,10 @@ def collective_seconds(s: SpeedSetup, c: Collectives, tokens: int, head_tokens: 
     per_layer = tokens * s.spec.hidden_size * s.act_bytes
     a, path = c.alpha, c.ar_path
     if path is not None and tokens != c.concurrency:  # the engine's kernel for this message's size
-        path = ENG.tp_allreduce(s.engine, tp, per_layer, c.nvlink_mesh, c.p2p, c.library)
-        if s.allreduce_latency is None:
-            a = path.latency.expected if path else 0.0
+        machines = c.network.machines if c.network is not None else 1
+        path = ENG.tp_allreduce(s.engine, tp, per_layer, c.nvlink_mesh, c.p2p, c.library, machines)
+        if s.allreduce_latency is None:  # formulas/network.py eq. (13') across machines
+            a = cross_allreduce_latency(path, tp, machines, c.nvlink_mesh)
     one = path is not None and path.kernel == "custom one-stage"
     return c.reductions * allreduce_time(per_layer, tp, link, a, one_stage=one)
 

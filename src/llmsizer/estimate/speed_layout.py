@@ -16,6 +16,7 @@ from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, inference_forward_bytes_per_token
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.model_parallel_time import serving_pipeline_step
+from ..formulas.network import NCCL_TUNING_SOURCE, ring_bus_bandwidth
 from ..formulas.speed import PhaseTime, Roofline, host_overlapped_step, phase_roofline, phase_time, prefill_flops
 from ..formulas.tensor_parallel import (
     activation_split,
@@ -40,10 +41,17 @@ from .device import (
     peer_to_peer_why,
 )
 from .formats import serving_fused_experts
-from .speed_decode import collective_seconds, decode_step, llamacpp_cells_at, llamacpp_cells_read, state_bytes
+from .speed_decode import (
+    collective_seconds,
+    cross_allreduce_latency,
+    decode_step,
+    llamacpp_cells_at,
+    llamacpp_cells_read,
+    state_bytes,
+)
 from .speed_prefill import attention_flops_step, llamacpp_prefill_efficiency, metal_prefill_efficiency, moe_ubatch_note
 from .speed_result import SpeedEstimate
-from .speed_setup import Collectives, Layout, SpeedSetup
+from .speed_setup import Collectives, Layout, MachineNetwork, SpeedSetup
 
 
 def _hf_prefill_bytes(s: SpeedSetup, kv: float, tp: int) -> float:
@@ -122,13 +130,18 @@ def range_band_assumptions(spec: ModelSpec, device: Any, engine: str | None, eng
 
 
 def layout_collectives(s: SpeedSetup, count: int, tp: int, concurrency: int, link_bandwidth: float | None,
-                       nvlink_mesh: bool | None, warnings: list[str]) -> Collectives:
+                       nvlink_mesh: bool | None, warnings: list[str],
+                       network: MachineNetwork | None = None) -> Collectives:
     """The collectives of ``tp`` devices decoding ``concurrency`` sequences: the bandwidth the all-reduces reach (the
     one rule training's collectives read: device.nvlink_link_bandwidth, formulas/network.py eq. 12 on NVLink,
     whichever kernel the engine runs) and the all-reduce kernel of a decode step of the sequences (engines.
     tp_allreduce): 2 per layer (row-parallel o_proj and down_proj) and, in vLLM / SGLang, one for the
     vocabulary-parallel embedding; transformers (tp_plan "auto"): the collectives its plan's styles run, not two
-    all-reduces per layer (formulas/tensor_parallel.py transformers_plan_collectives, eq. TP2)."""
+    all-reduces per layer (formulas/tensor_parallel.py transformers_plan_collectives, eq. TP2). ``network``: the
+    machines the group spans and their network, where it spans more than one: training's rule for a ring across
+    machines, the bus bandwidth min(in-machine, the machine's network) (formulas/network.py eq. (11)), NCCL (the
+    engines' custom kernel is off across machines) at its in-machine latency plus what NCCL's tuning model adds for
+    the network hops (eq. (13'), ``cross_allreduce_latency``)."""
     device, spec = s.device, s.spec
     link, link_share = nvlink_link_bandwidth(device, link_bandwidth) if link_bandwidth else (link_bandwidth, None)
     if tp > 1 and link is None:
@@ -138,14 +151,22 @@ def layout_collectives(s: SpeedSetup, count: int, tp: int, concurrency: int, lin
         nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
     p2p = peer_to_peer(device)
     library = "RCCL" if device.vendor == "AMD" else "NCCL"  # ROCm's torch.distributed "nccl" backend is RCCL
-    ar_path = ENG.tp_allreduce(s.engine, tp, concurrency * spec.hidden_size * s.act_bytes, nvlink_mesh, p2p, library)
+    net = network if tp > 1 and network is not None and network.machines > 1 else None
+    machines = net.machines if net is not None else 1
+    ar_path = ENG.tp_allreduce(s.engine, tp, concurrency * spec.hidden_size * s.act_bytes, nvlink_mesh, p2p, library,
+                               machines)
     if s.allreduce_latency is not None and s.allreduce_latency < 0:
         raise InputError("allreduce_latency must not be negative")
-    alpha = s.allreduce_latency if s.allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
+    alpha = s.allreduce_latency if s.allreduce_latency is not None else \
+        cross_allreduce_latency(ar_path, tp, machines, nvlink_mesh)
     reductions = 2 * spec.num_layers + (1 if ar_path is not None else 0)
     plan_comm = transformers_plan_collectives(spec) if s.engine == "transformers" and tp > 1 else None
+    intra = link
+    if net is not None and link:  # eq. (11): the ring leaves each machine once per channel, on its NICs
+        link = ring_bus_bandwidth(link, machines, net.bandwidth)
     return Collectives(tp, concurrency, link, link_share, nvlink_mesh, p2p, library, ar_path, alpha, reductions,
-                       plan_comm)
+                       plan_comm, net, intra if net is not None else None)
+
 
 
 def tp_allreduce_assumption(s: SpeedSetup, c: Collectives, link_bandwidth: float | None) -> Assumption | None:
@@ -174,6 +195,14 @@ def tp_allreduce_assumption(s: SpeedSetup, c: Collectives, link_bandwidth: float
                if ar_path and s.allreduce_latency is None else "latency given"))
     if c.tp > 1 and link and (ar_path is not None or s.allreduce_latency is not None):
         lat = ar_path.latency if ar_path else None
+        net = c.network
+        across = "" if net is None else (
+            f"; the group spans {net.machines} machines: bus bandwidth min({(c.intra_link or 0) / 1e9:.4g} GB/s in a "
+            f"machine, {net.bandwidth / 1e9:.4g} GB/s {net.what} per machine) (formulas/network.py eq. (11), "
+            "training's rule for a ring across machines)"
+            + (f", latency {lat.expected * 1e6:.2f} us measured in one machine + "
+               f"{(c.alpha - lat.expected) * 1e6:.2f} us for the network hops (eq. (13'): NCCL's tuning model, "
+               f"{NCCL_TUNING_SOURCE})" if lat is not None and s.allreduce_latency is None else ""))
         return Assumption(
             "tp_allreduce", f"{c.reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
             f"bytes / {link / 1e9:.4g} GB/s) per step", s.allreduce_latency is None,
@@ -185,7 +214,7 @@ def tp_allreduce_assumption(s: SpeedSetup, c: Collectives, link_bandwidth: float
             + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and s.allreduce_latency is None
                else "latency given")
             + (f"; {peer_to_peer_why(device)}" if ar_path is not None
-               and (ar_path.kernel.startswith("custom") or not c.p2p) else ""))
+               and (ar_path.kernel.startswith("custom") or not c.p2p) else "") + across)
     return None
 
 
@@ -382,10 +411,12 @@ def layout_shares(s: SpeedSetup, wb_dev: WeightBytes, tp: int, concurrency: int,
 
 
 def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurrency: int,
-                 link_bandwidth: float | None, nvlink_mesh: bool | None, decode_only: bool = False) -> SpeedEstimate:
+                 link_bandwidth: float | None, nvlink_mesh: bool | None, decode_only: bool = False,
+                 network: MachineNetwork | None = None) -> SpeedEstimate:
     """``estimate_speed``'s answer for one layout of the model ``s`` (``speed_model``'s second stage): the layout's
     shares and collectives (``layout_shares``, ``layout_collectives``), the prefill (``prefill_phase``), the decode
-    at the load and of one sequence (``decode_step``), the range bands (``range_band_assumptions``)."""
+    at the load and of one sequence (``decode_step``), the range bands (``range_band_assumptions``). ``network``:
+    the machines a tensor-parallel group spans and their network (``layout_collectives``; None: one machine)."""
     spec, device, bw, peak, prompt_tokens = s.spec, s.device, s.bw, s.peak, s.prompt_tokens
     if count < 1 or concurrency < 1:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
@@ -404,7 +435,7 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
                            serving_fused_experts(spec, s.engine, s.bytes_fmt), s.other_bytes, s.capability)
     if s.mx_read and tp > 1:  # vLLM MXFP4: each rank's own padded expert shards (eq. X4 per rank)
         wb_dev = mxfp4_rank_read(s, wb_dev, tp, assumptions)
-    comm = layout_collectives(s, count, tp, concurrency, link_bandwidth, nvlink_mesh, warnings)
+    comm = layout_collectives(s, count, tp, concurrency, link_bandwidth, nvlink_mesh, warnings, network)
     lay = layout_shares(s, wb_dev, tp, concurrency, comm, assumptions)
     if not decode_only:
         ar = tp_allreduce_assumption(s, comm, link_bandwidth)
@@ -428,7 +459,7 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     # fit's ranking decoded this layout already (one speed_model per fit; not llama.cpp, whose decode_step also
     # writes assumptions)
     kv_read, weights_read = lay.kv_read, lay.weights_read
-    key = (count, tp, concurrency, link_bandwidth, comm.nvlink_mesh)
+    key = (count, tp, concurrency, link_bandwidth, comm.nvlink_mesh, comm.network)
     done = s.decoded.get(key) if not s.llamacpp else None
     if done is None:
         done = (*decode_step(s, lay, concurrency, unfused, unfused_peak), kv_read.get(concurrency),
@@ -491,19 +522,20 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
 
 
 def pipelined(sp: SpeedEstimate, concurrency: int, pp: int, hidden: int, bandwidth: float | None,
-              bandwidth_why: str) -> SpeedEstimate:
+              bandwidth_why: str, hop_latency: float = 0.0) -> SpeedEstimate:
     """One replica's speed over ``pp`` serving pipeline stages from ``sp``, its tensor-parallel speed of the whole
     model at the micro-batch of eq. PP3 (formulas/model_parallel_time.py ``serving_pipeline_micro_batch``; ``sp``'s
     concurrency): a step of eq. PP4 (``serving_pipeline_step``: the stages in turn, ``pp - 1`` sends of each
     device's 2 b h a / tp hidden-state slice at ``bandwidth`` [B/s] one device's, ``bandwidth_why`` saying whose),
     ``concurrency`` sequences each getting one token a step (the ``pp`` micro-batches in flight in turn). The single
     stream and one prompt's prefill (TTFT) cross the same ``pp - 1`` boundaries (a prompt's hidden states, its
-    tokens x 2 h a / tp)."""
+    tokens x 2 h a / tp). ``hop_latency`` [s]: each send's latency (formulas/network.py eq. (14) across machines;
+    0: not counted)."""
     a = DTYPE_BYTES.get(sp.compute_dtype, 2)
     tp = sp.tensor_parallel
 
     def hop(tokens: int) -> float:  # eq. PP4's boundary crossings of ``tokens`` hidden states, all pp - 1 of them
-        return serving_pipeline_step(0.0, 2.0 * tokens * hidden * a / tp, bandwidth, pp)
+        return serving_pipeline_step(0.0, 2.0 * tokens * hidden * a / tp, bandwidth, pp, hop_latency)
 
     def over(p: PhaseTime | None, tokens: int) -> PhaseTime | None:
         if p is None:

@@ -94,6 +94,15 @@ class SpeedSetup:
     layouts: dict[int, ENG.LlamaCppKV] = field(default_factory=dict)  # llama.cpp's layout per batch (asked ~3 times)
 
 
+@dataclass(frozen=True)
+class MachineNetwork:
+    """The network a tensor-parallel group crosses: the ``machines`` it spans (> 1) and each machine's network
+    ``bandwidth`` [B/s] (an instance's catalog network), ``what`` naming it; formulas/network.py eqs. (11), (13')."""
+    machines: int
+    bandwidth: float
+    what: str
+
+
 @dataclass(slots=True)
 class Collectives:
     """One layout's tensor-parallel collectives: the link they reach, the all-reduce kernel a decode step's message
@@ -110,6 +119,8 @@ class Collectives:
     alpha: float  # an all-reduce's latency, seconds
     reductions: int  # all-reduces per forward: 2 per layer + 1 for the vocabulary-parallel embedding
     plan_comm: tuple[PlanCollective, ...] | None  # transformers' plan's collectives (None: not that engine)
+    network: MachineNetwork | None = None  # the machines the group spans (None: one machine, or none known)
+    intra_link: float | None = None  # the in-machine figure ``link`` was bounded from (eq. 11), across machines
 
 
 @dataclass(slots=True)

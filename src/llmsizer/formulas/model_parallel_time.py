@@ -573,10 +573,11 @@ def serving_pipeline_micro_batch(concurrency: int, pp: int) -> int:
     return -(-concurrency // min(concurrency, pp))
 
 
-def serving_pipeline_step(pass_seconds: float, hop_bytes: float, bandwidth: float | None, pp: int) -> float:
+def serving_pipeline_step(pass_seconds: float, hop_bytes: float, bandwidth: float | None, pp: int,
+                          hop_latency: float = 0.0) -> float:
     """Seconds of one decode step of a micro-batch through ``pp`` serving pipeline stages [s]:
 
-        t_step = sum_s t_s(b) + (pp - 1) (2 b h a / tp) / B_p2p                                               (PP4)
+        t_step = sum_s t_s(b) + (pp - 1) (alpha_p2p + (2 b h a / tp) / B_p2p)                                  (PP4)
 
     ``pass_seconds``: sum_s t_s(b), the stages' times at the micro-batch of b sequences (each stage reads its own
     layers' weights and KV: together one tensor-parallel step of the whole model at b); ``hop_bytes``: what one
@@ -584,7 +585,9 @@ def serving_pipeline_step(pass_seconds: float, hop_bytes: float, bandwidth: floa
     last returns ``IntermediateTensors`` of hidden_states and residual, b x h each; ``v1/worker/gpu_worker.py``
     lines 824-829 ``isend_tensor_dict(..., all_gather_group=get_tp_group())``: each tensor-parallel rank sends a
     1/tp slice and the receiver all-gathers it, ``distributed/parallel_state.py`` lines 821-825; that all-gather
-    inside the machine not counted); ``bandwidth`` B_p2p [B/s] one device's (None: not counted). As eq. (P2)'s training point-to-point, the latency term is not counted. Every sequence gets
+    inside the machine not counted); ``bandwidth`` B_p2p [B/s] one device's (None: not counted); ``hop_latency``
+    alpha_p2p [s] each send's latency (formulas/network.py eq. (14) between machines; 0 inside one, as eq. (P2)'s
+    training point-to-point, which does not count it). Every sequence gets
     one token per t_step; the m micro-batches in flight (eq. PP3) each return a token per t_step, so the replica
     puts out C / t_step tokens/s while each stage's busy time m t_s stays within t_step (stages of equal work).
 
@@ -593,5 +596,7 @@ def serving_pipeline_step(pass_seconds: float, hop_bytes: float, bandwidth: floa
     """
     if pp < 1:
         raise InputError("pipeline stages must be >= 1")
+    if hop_latency < 0:
+        raise InputError(f"hop_latency must not be negative, got {hop_latency}")
     hop = hop_bytes / bandwidth if bandwidth else 0.0
-    return pass_seconds + (pp - 1) * hop
+    return pass_seconds + (pp - 1) * (hop + hop_latency)

@@ -65,6 +65,36 @@ read it through estimate/device.py ``nvlink_link_bandwidth``; vLLM's and SGLang'
 NCCL) is taken at the same per-link figure, an assumption its tp_allreduce note states. SM86 (GA102's NVLink bridge, 12.0 per link) has no line rate in the catalog
 to divide: not applied.
 
+Latency of a small all-reduce across machines (serving's tensor-parallel all-reduces of a decode step, kilobytes,
+where the alpha term decides): NCCL's own tuning model (NVIDIA/nccl @5067397c ``src/graph/tuning.cc``), which
+times each algorithm as a base latency plus one latency per hop by the hardware the hop crosses (lines 149-177:
+``baseLatencies`` and ``hwLatencies`` [us]; LL, the protocol whose base and hop latencies are each the smallest of
+the three, is what it picks for such messages). For n ranks on N machines of n/N each (lines 384-418; the ring's
+2(n - 1) steps of which 2(N - 1) cross the network, each intra-machine step no faster than the network's post
+overhead o once N > 1, ``getNetOverhead`` lines 228-233: 1 us, 2 us on AMD x86 hosts; the tree's 2 (n/N - 1)
+intra-machine hops and 2 log2 N network hops)::
+
+    L_ring = 6.6 + (2 (n - 1) - 2 (N - 1)) max(l_intra, o [N > 1]) + 2 (N - 1) l_net,ring
+    L_tree = 6.8 + 2 ((n/N - 1) l_intra + log2(N) l_net,tree)
+    L_NCCL(n, N) = min(L_ring, L_tree)                                                    (13)
+
+with l_intra = 0.6 us on NVLink (1.0 on PCIe), l_net = 2.7 (ring) / 5.0 (tree) us (with one rank per machine the
+ring's network hop takes the tree's, line 387); the transport's own ``latencyInter`` is 0 (InfiniBand and sockets
+leave it unset: src/transport/net_ib/init.cc line 558, net_socket.cc line 174). The model's figures are NCCL's
+estimates, not measurements, so the measured in-machine latency alpha_1 (estimate/efficiency.py
+NCCL_ALLREDUCE_LATENCY, n/N ranks on one machine) is kept and only what crossing the network adds is taken from
+the model::
+
+    alpha_N = alpha_1 + L_NCCL(n, N) - L_NCCL(n/N, 1)                                      (13')
+
+e.g. 16 H100s on two 8-GPU machines: L_NCCL(16, 2) = min(6.6 + 28 x 1.0 + 2 x 2.7, 6.8 + 2 (7 x 0.6 + 5.0)) =
+25.2 us (the tree), L_NCCL(8, 1) = 6.6 + 14 x 0.6 = 15.0 us, so +10.2 us on the measured 20.71 us. The bandwidth
+term is eq. (11)'s, as for training's collectives. One point-to-point send between machines (a serving pipeline's
+stage boundary, formulas/model_parallel_time.py eq. PP4) is taken as one step of the model's ring, its base and one
+network hop, 6.6 + 2.7 = 9.3 us (a stand-in: NCCL's send/recv is not in the tuning model)::
+
+    alpha_p2p = base_ring + l_net,ring                                                     (14)
+
 Serving
 -------
 Little's law (Little 1961, Operations Research 9(3)): requests in the system = arrival rate x time in the
@@ -272,3 +302,63 @@ def nccl_nvlink_share(capability: int | None) -> float | None:
         if capability >= cc:
             return nccl / line
     return None
+
+
+# NCCL's tuning model, LL protocol (NVIDIA/nccl @5067397c src/graph/tuning.cc lines 149-177: baseLatencies and
+# hwLatencies [us], the LL column; getNetOverhead lines 228-233), eqs. (13), (14)
+NCCL_BASE_LATENCY_US = {"ring": 6.6, "tree": 6.8}
+NCCL_HOP_LATENCY_US = {("nvlink", "ring"): 0.6, ("nvlink", "tree"): 0.6, ("pci", "ring"): 1.0, ("pci", "tree"): 1.0,
+                       ("net", "ring"): 2.7, ("net", "tree"): 5.0}
+NCCL_NET_OVERHEAD_US = 1.0  # getNetOverhead: x86 Intel and other hosts (2.0 on AMD x86: the tree answers below it)
+NCCL_TUNING_SOURCE = "NVIDIA/nccl @5067397c src/graph/tuning.cc lines 149-177, 228-233, 384-418"
+
+
+def nccl_allreduce_model_latency(ranks: int, nodes: int, nvlink: bool = True,
+                                 net_overhead_us: float = NCCL_NET_OVERHEAD_US) -> float:
+    """Eq. (13): NCCL's tuning-model latency [s] of an all-reduce over ``ranks`` on ``nodes`` machines (ranks / nodes
+    each), LL protocol: the lesser of the ring's and the tree's. ``nvlink``: the hops inside a machine are NVLink
+    (else PCIe).
+
+    >>> round(nccl_allreduce_model_latency(8, 1) * 1e6, 2), round(nccl_allreduce_model_latency(16, 2) * 1e6, 2)
+    (15.0, 25.2)
+    """
+    _check(ranks)
+    _check(nodes)
+    if ranks % nodes:
+        raise InputError(f"{ranks} ranks do not split evenly over {nodes} machines")
+    ppn = ranks // nodes
+    hw = "nvlink" if nvlink else "pci"
+    intra_ring = NCCL_HOP_LATENCY_US[(hw, "ring")]
+    if nodes > 1:
+        intra_ring = max(intra_ring, net_overhead_us)
+    net_ring = NCCL_HOP_LATENCY_US[("net", "tree" if ppn == 1 else "ring")]
+    inter_steps = 2 * (nodes - 1)
+    ring = NCCL_BASE_LATENCY_US["ring"] + (2 * (ranks - 1) - inter_steps) * intra_ring + inter_steps * net_ring
+    tree = NCCL_BASE_LATENCY_US["tree"] + 2 * ((ppn - 1) * NCCL_HOP_LATENCY_US[(hw, "tree")]
+                                               + (nodes.bit_length() - 1) * NCCL_HOP_LATENCY_US[("net", "tree")])
+    return min(ring, tree) * 1e-6
+
+
+def cross_machine_allreduce_latency(measured: float, ranks: int, nodes: int, nvlink: bool = True) -> float:
+    """Eq. (13'): the latency [s] of an all-reduce over ``ranks`` on ``nodes`` machines from ``measured``, the
+    measured latency of one over the ranks / nodes of one machine, plus what NCCL's model (eq. 13) adds for the
+    network.
+
+    >>> round(cross_machine_allreduce_latency(20.71e-6, 16, 2) * 1e6, 2)
+    30.91
+    """
+    if measured < 0:
+        raise InputError(f"measured latency must not be negative, got {measured}")
+    if nodes == 1:
+        return measured
+    return measured + nccl_allreduce_model_latency(ranks, nodes, nvlink) \
+        - nccl_allreduce_model_latency(ranks // nodes, 1, nvlink)
+
+
+def cross_machine_send_latency() -> float:
+    """Eq. (14): latency [s] of one point-to-point send between machines, one step of NCCL's model ring.
+
+    >>> round(cross_machine_send_latency() * 1e6, 2)
+    9.3
+    """
+    return (NCCL_BASE_LATENCY_US["ring"] + NCCL_HOP_LATENCY_US[("net", "ring")]) * 1e-6
