@@ -1529,6 +1529,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         missed = (f"{format_seconds(limit)} deadline" if c.deadline is not None else
                   f"{format_seconds(limit)} practical limit of a run with no deadline (give --deadline for a longer "
                   "one)")
+        # MAX_SEARCH_NODES caps the machines of the run, not the multiplier: a candidate already grown to several
+        # instances (the stated layout grown, the scale-out search's) multiplies at most up to it (review38 D1: a
+        # 32-instance layout x 124 = 3,968 p5en instances was chosen for 2000T tokens)
+        base = max(1, cand.count // cand.instance.device_count) if cand.instance is not None else 1
+        node_cap = max(1, MAX_SEARCH_NODES // base)
         if one > limit:
             nodes = math.ceil(one / limit)
             if gpus is not None:  # the devices were given: no instances are added
@@ -1537,7 +1542,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                        reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
                                                 + missed,)))
                 return
-            if nodes > MAX_SEARCH_NODES or cand.instance is None:
+            if nodes > node_cap or cand.instance is None:
                 rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
                     f"{format_seconds(one)} on one {'instance' if cand.instance else 'device'} misses the "
                     + missed + ("" if cand.instance else " (local hardware does not scale out)"),)))
@@ -1549,9 +1554,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     hardware_files=hardware_files, tokens=tokens, utilization=utilization,
                                     fits_at=False, **{k: v for k, v in (tf or {}).items() if k != "gpus"})
                 secs = float(many.duration.seconds or 0.0) if many.duration is not None else one / nodes
-                if secs <= limit or nodes >= MAX_SEARCH_NODES or not many.fits:
+                if secs <= limit or nodes >= node_cap or not many.fits:
                     break
-                nodes = min(MAX_SEARCH_NODES, max(nodes + 1, math.ceil(nodes * secs / limit)))
+                nodes = min(node_cap, max(nodes + 1, math.ceil(nodes * secs / limit)))
             if not many.fits or secs > limit:
                 rejected.append(Option(**{**stub, "count": many.count, "instances": many.instances},
                                        replicas=many.replicas, status="rejected",

@@ -143,3 +143,16 @@ def test_scale_out_bounds_keep_pipelined_and_unpipelined_apart_on_deepspeed() ->
     assert code == 0 and chosen["device_kind"] == "gpu"
     fr = fit_training(MODEL, chosen["target"], chosen["count"], tokens=1e9)
     assert fr.fits and chosen["run_cost"] == pytest.approx(fr.training_time["cost"], rel=1e-6)
+
+
+def test_no_option_runs_on_more_machines_than_the_search_cap() -> None:
+    """review38 D1: MAX_SEARCH_NODES (recommend.py) is the most machines a run is grown to. A candidate already grown
+    to several instances (the stated layout grown by data-parallel instances) was multiplied by up to that cap again:
+    2000T tokens of Llama-3.1-8B chose 3,968 x p5en.48xlarge. Every option, chosen or rejected, is at most the cap."""
+    from llmsizer.recommend import MAX_SEARCH_NODES
+
+    code, rec = run_json("recommend", "llama-3.1-8b", "--train", "--tokens", "2000T", "--method", "full",
+                         "--seq-len", "4096", "--micro-batch", "4")
+    options = [*rec["options"], *rec["rejected"]]
+    assert options and all((o.get("instances") or 1) <= MAX_SEARCH_NODES for o in options)
+    assert code == 1 and not any(o["status"] == "chosen" for o in rec["options"])  # nothing meets within the cap
