@@ -287,9 +287,14 @@ class Plan:
                 f"job warnings: {n}{where}")
 
     def to_dict(self) -> dict[str, Any]:
-        counts = {s: len(self.checks_of(s)) for s in SEVERITIES}
+        # the summary's counts (summary_counts, the one rule every face reads): the request checks by severity, and
+        # the warnings the jobs carry beside them (review38 N2: the JSON recounted the checks itself and had no
+        # job warnings count)
+        summary = self.summary_counts()
+        counts = {s: summary[s] for s in SEVERITIES}
         return json_data({"schema_version": SCHEMA_VERSION, "kind": "plan", "title": self.title, "source": self.source,
-                "ok": self.ok, "check_counts": counts, "checks": [c.to_dict() for c in self.checks],
+                "ok": self.ok, "check_counts": counts, "job_warning_count": summary["job_warnings"],
+                "checks": [c.to_dict() for c in self.checks],
                 "totals": self.totals.to_dict(), "jobs": [j.to_dict() for j in self.jobs],
                 "charts": [c.to_dict() for c in self.charts], "notes": list(self.notes),
                 "assumptions": [a.to_dict() for a in self.assumptions], "request": self.request})
