@@ -194,3 +194,19 @@ def test_replace_checked_is_dataclasses_replace() -> None:
     with pytest.raises(TypeError, match="fast_init"):
         replace_checked(Plain())
     assert replace_checked(Item("weights", 10), bytes=11) == dataclasses.replace(Item("weights", 10), bytes=11)
+
+
+def test_replace_fields_is_dataclasses_replace_on_fit_results() -> None:
+    """The changes estimate/fit.py makes with ``replace_fields`` on a FitResult (the rate path: the speed with the
+    wait for admission, the queue keys, the derived concurrency, the rate warnings): the same fields, in the same
+    order, as ``dataclasses.replace`` gives."""
+    from llmsizer.estimate.fit import FitResult
+    from llmsizer.frozen import replace_fields
+
+    args, kwargs = _sample(FitResult)
+    r = FitResult(*args, **kwargs)
+    for kw in ({"speed": object()}, {"details": {"a": 1}}, {"estimate": object(), "assumptions": ()},
+               {"warnings": ("w",), "details": {}}):
+        new, ref = replace_fields(r, **kw), dataclasses.replace(r, **kw)
+        assert list(new.__dict__) == list(ref.__dict__) == [f.name for f in dataclasses.fields(FitResult)]
+        assert all(x is y for x, y in zip(new.__dict__.values(), ref.__dict__.values(), strict=True))

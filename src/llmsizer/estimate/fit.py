@@ -26,7 +26,7 @@ from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal, transformers_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
-from ..frozen import fast_init
+from ..frozen import fast_init, replace_fields
 from ..models import spec_of
 from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS, REQUEST_RATE, check_number
 from ..request.quantities import parse_money
@@ -910,7 +910,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         return over_capacity(rate, e, closed)
     r = _rate_queue_details(_derived_concurrency(r, rate))
     said = rate_warnings(r, rate)
-    return replace(r, warnings=(*r.warnings, *said.values()), details={**r.details, "rate_warnings": said}) \
+    return replace_fields(r, warnings=(*r.warnings, *said.values()), details={**r.details, "rate_warnings": said}) \
         if said else r
 
 
@@ -1238,7 +1238,7 @@ def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -
         queued = admission_wait(base.speed, r.engine, rate / r.replicas)
     except OverCapacityError as e:
         raise admission_refusal(r, admitted, e) from None
-    return r if queued is None else replace(base, speed=queued)
+    return r if queued is None else replace_fields(base, speed=queued)
 
 
 def admission_refusal(r: FitResult, admitted: int, e: OverCapacityError) -> RateOverloadError:
@@ -1263,9 +1263,9 @@ def _rate_queue_details(r: FitResult) -> FitResult:
     load = r.speed.load if r.speed is not None else None
     if not load or "admission_wait_seconds" not in load:
         return r
-    return replace(r, details={**r.details, "queue_wait_seconds": float(load["admission_wait_seconds"]),
-                               "queued_sequences": float(load["waiting"]) * r.replicas,
-                               "queue_wait_in_ttft": True})
+    return replace_fields(r, details={**r.details, "queue_wait_seconds": float(load["admission_wait_seconds"]),
+                                      "queued_sequences": float(load["waiting"]) * r.replicas,
+                                      "queue_wait_in_ttft": True})
 
 
 def rate_and_concurrency() -> FieldError:
@@ -1293,7 +1293,7 @@ def _derived_concurrency(r: FitResult, rate: float) -> FitResult:
         return tuple(Assumption(a.name, a.value, True, why) if a.name == "concurrency" else a for a in group)
 
     est = r.estimate.but(assumptions=said(r.estimate.assumptions)) if r.estimate is not None else None
-    return replace(r, estimate=est, assumptions=said(r.assumptions))
+    return replace_fields(r, estimate=est, assumptions=said(r.assumptions))
 
 
 def read_request_rate(value: Any) -> float:
