@@ -1929,13 +1929,17 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
         sp = idle = None
         run = running_per_replica(per_rep, d)
+        # the engine's chunk and the workload the speed times, read once (pure reads of this fit's estimate, which
+        # nothing below changes)
+        chunk = prefill_chunk_tokens(est) if speed else None
         if speed:
             if output_tokens is None:
                 named.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
                                         "tokens, the rest of the context is the prompt the TTFT is timed on "
                                         "(specs/workload.py default_output_tokens)"))
             # (the layout-independent part computed once with the ranking's decodes), at the sequences run at once
-            sp = speed_at(tp, speed_work(d), running=run)
+            work = speed_work(d)
+            sp = speed_at(tp, work, running=run)
             if run_now < 1 and sp is not None:  # nothing runs: the speed is the one if it fit, at the load named
                 named.append(Assumption("speed_sequences", run, True, f"the speed if it fit: {run} sequences at once "
                                         f"per replica, what the engine would run with memory for them (min(its "
@@ -1947,12 +1951,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # every running request's prompt competes with the decode (formulas/serving_queue.py eqs. Q4-Q9)
             # (at a request rate: the open load of eq. Q10, each replica at its share of the rate)
             idle = sp  # (at the sequences run at once: a burst past them passes through those, eq. Q14)
-            sp = under_load(sp, eng, prefill_chunk_tokens(est)) if request_rate is None else \
-                _at_rate(sp, eng, request_rate / replicas, prefill_chunk_tokens(est), replicas,
-                         layout_grid(tp, speed_work(d), admitted_per_replica(d), prefill_chunk_tokens(est)))
+            sp = under_load(sp, eng, chunk) if request_rate is None else \
+                _at_rate(sp, eng, request_rate / replicas, chunk, replicas,
+                         layout_grid(tp, work, admitted_per_replica(d), chunk))
         queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
-        burst = burst_figure(idle, eng, per_rep, run_now, prefill_chunk_tokens(est)) \
-            if speed and request_rate is None else None
+        burst = burst_figure(idle, eng, per_rep, run_now, chunk) if speed and request_rate is None else None
         if burst is not None:
             said.append(burst_warning(burst, replicas))
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
