@@ -39,8 +39,9 @@ from ..estimate.verdict import binding_pool, margin_rule, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
-from ..formulas.lora import lora_params
+from ..formulas.lora import AdaptedModule, lora_params
 from ..formulas.mtp import stored_file_bytes
+from ..formulas.parallelism import serving_stage_layers
 from ..formulas.params import count_params
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, format_alias, normalize_format, stored_format
 from ..models import load_model
@@ -381,12 +382,32 @@ def _smaller(spec: ModelSpec, fmt: str, than: str, engine: str | None) -> bool:
     return fmt != than and size(fmt) < size(than)
 
 
-def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
+def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1, pp: int = 1, engine: str = "vllm") -> int:
     """Device memory a server reserves for ``slots`` LoRA adapters of rank ``rank`` on the decoder's attention and
     MLP projections (``DECODER_LINEAR``; vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x max_lora_rank per supported module), in
-    the model dtype, split over ``tp`` tensor-parallel devices. Eq. (1) of formulas/lora.py per module."""
-    per_adapter = lora_params(spec, rank, DECODER_LINEAR).total * LORA_DTYPE_BYTES
-    return math.ceil(slots * per_adapter / max(1, tp))
+    the model dtype, split over ``tp`` tensor-parallel devices. Eq. (1) of formulas/lora.py per module.
+
+    With ``pp`` pipeline stages each stage builds the buffers of the modules it holds alone: vLLM 0.19.1
+    ``vllm/lora/model_manager.py`` ``_create_lora_modules`` (lines 363-365) walks the stage's ``named_modules`` and
+    skips every ``PPMissingLayer`` (the layers another stage builds), so a device holds its stage's layers' adapters
+    (formulas/parallelism.py ``serving_stage_layers``, the engine's layer split), the stage with the most adapter
+    parameters binding; a module outside the decoder layers (none among ``DECODER_LINEAR``'s) is counted on every
+    stage."""
+    lp = lora_params(spec, rank, DECODER_LINEAR)
+    params = lp.total
+    if pp > 1:
+        def n(m: AdaptedModule) -> int:  # eq. (1) for one module (LoraParams.module_shapes: A, B)
+            return m.count * rank * m.rank_mult * m.experts * (m.in_features + m.out_features)
+        by_layer = [0] * spec.num_layers
+        outside = 0
+        for m in lp.modules:
+            if 0 <= m.layer < spec.num_layers:
+                by_layer[m.layer] += n(m)
+            else:
+                outside += n(m)
+        params = outside + max(sum(by_layer[i] for i in layers)
+                               for layers in serving_stage_layers(spec.num_layers, pp, engine))
+    return math.ceil(slots * params * LORA_DTYPE_BYTES / max(1, tp))
 
 
 def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: dict[str, TrainingJob]) -> JobPlan:
@@ -614,11 +635,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             else margin.words("device memory"),
             "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool
             else "estimate/verdict.py eq. (1)" if margin.fixed is None else "estimate/verdict.py eq. (1')")
-    adapters = _adapters(job, spec, src, tp, notes)
+    # a pipeline's stages each hold their own layers' adapter slots (lora_slot_bytes): tp is the devices of one
+    # replica, fit's tensor parallelism x its stages
+    adapters = _adapters(job, spec, src, tp, notes, pipeline_of(job, f_peak).get("pipeline_parallel", 1), engine)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",
                 adapters["slot_bytes"], "B", "slots x LoRA params on every linear x 2 B / TP (vLLM --max-loras, "
-                "--max-lora-rank)", "vLLM lora/models.py LoRAModelManager")
+                "--max-lora-rank); with pipeline stages, those of the binding stage's layers", "vLLM lora/models.py LoRAModelManager")
     fits = f_peak.fits if f_peak else None
     if f_peak is not None and adapters["mode"] == "dynamic" and adapters["slot_bytes"] and usable:
         try:
@@ -908,7 +931,10 @@ def split_or_tp(engine: str, devices: int, on_cpu: bool) -> dict[str, Any]:
     return {} if engine == "llamacpp" else {"tensor_parallel": devices}
 
 
-def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: JobNotes) -> dict[str, Any]:
+def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: JobNotes, pp: int = 1,
+              engine: str = "vllm") -> dict[str, Any]:
+    """The job's LoRA adapters: mode, slots and the device bytes of the slots on each of the replica's ``tp``
+    devices (``pp`` of them pipeline stages, each sized for its own layers: ``lora_slot_bytes``)."""
     a = job.adapters
     peft_src = src is not None and src.method != "full"
     if a.mode is None and a.count is None and not peft_src:
@@ -920,9 +946,12 @@ def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: i
     rank = a.rank or (src.peft.rank if src is not None and src.peft.rank else VLLM_DEFAULT_MAX_LORA_RANK)
     count = a.count or 1
     slots = a.max_loaded or min(count, VLLM_DEFAULT_MAX_LORAS) if mode == "dynamic" else 0
-    slot_bytes = lora_slot_bytes(spec, rank, slots, tp) if mode == "dynamic" else 0
+    slot_bytes = lora_slot_bytes(spec, rank, slots, tp // pp, pp, engine) if mode == "dynamic" else 0
     return {"mode": mode, "slots": slots, "rank": rank, "slot_bytes": slot_bytes, "count": count,
-            "per_adapter_dynamic": lora_slot_bytes(spec, rank, 1, tp)}
+            # one slot on one device (the advice's "device memory per adapter slot"), and one adapter's file, whole
+            # (the stored adapter is not split over the devices that load it: storage's adapter_files)
+            "per_adapter_dynamic": lora_slot_bytes(spec, rank, 1, tp // pp, pp, engine),
+            "per_adapter_file": lora_slot_bytes(spec, rank, 1)}
 
 
 def _inline_images(job: InferenceJob, est: Estimate | None) -> tuple[float | None, str]:
@@ -1050,7 +1079,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
            "formulas/weight_formats.py" + (", formulas/mtp.py eq. (2)" if mtp else ""))
     parts["model_files"] = w
     if adapters["mode"] == "dynamic":
-        ab = adapters["count"] * adapters["per_adapter_dynamic"]
+        ab = adapters["count"] * adapters["per_adapter_file"]
         st.add("adapter_files", "adapter files", ab, "B_disk", f"{adapters['count']} adapters of rank "
                f"{adapters['rank']}", "formulas/storage.py eq. (9)")
         parts["adapter_files"] = ab

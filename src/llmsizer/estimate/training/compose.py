@@ -27,6 +27,7 @@ from ...formulas.float8_training import (
     fp8_param_bytes,
     te_weight_copy_bytes,
 )
+from ...formulas.nf4_quantization import FUSED_EXPERTS_SOURCE
 from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
     MOE_CAPACITY_FACTOR,
@@ -38,6 +39,7 @@ from ...formulas.tensor_parallel import training_tp_framework
 from ...formulas.tensors import layer_keys
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
+from ...formulas.weight_formats import FUSED_KEPT, GROUP_SIZE_DEFAULT, weight_bytes
 from ...frozen import replace_checked
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
@@ -1192,6 +1194,21 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
 INFERENCE_SIZED = "inference_sized"
 
 
+def fused_experts_warning(spec: ModelSpec, base_format: str, base_bytes: int) -> str:
+    """The warning a QLoRA base of an MoE model carries: its routed experts and router are not 4-bit
+    (formulas/nf4_quantization.py ``keeps_fused_experts``), so the base holds more bytes per parameter than a plain
+    16-bit LoRA base; the bytes are the model's whole (before any TP / pipeline split), as weight_formats counts them."""
+    wb = weight_bytes(spec, base_format, GROUP_SIZE_DEFAULT, base_bytes, True)
+    kept = sum(wb.by_component.get(c, 0) for c in FUSED_KEPT)
+    params = count_params(spec).total
+    dtype = {4: "fp32", 2: "16-bit"}.get(base_bytes, f"{base_bytes}-byte")
+    return (f"QLoRA of an MoE model: its routed experts and router ({format_count(kept // base_bytes)} of "
+            f"{format_count(params)} params, {format_bytes(kept)}) stay {dtype} ({base_bytes} B each), not NF4: "
+            "transformers 5 stores them as fused nn.Parameters and bitsandbytes replaces only nn.Linear ("
+            f"{FUSED_EXPERTS_SOURCE}); the base holds {wb.total / params:.2f} B per param, more than a bf16 base's 2 "
+            "(--method lora)")
+
+
 def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
     spec, w = ctx.spec, ctx.w
     # the plan's inference_need and ratio are these two numbers (one answer): the training estimate's device total
@@ -1210,6 +1227,8 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     if ctx.optimizer.paged and st.paged_optimizer:  # offloaded (--offload), they are pinned host items instead
         acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
                             "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")
+    if ctx.fused_experts:  # setup.py qlora_fused_experts: the QLoRA base of an MoE model under transformers 5
+        acc.warnings.append(fused_experts_warning(spec, ctx.base_format, ctx.base_bytes))
     if w.pp > 1:  # the schedule the timeline modelled (estimate/training/timeline.py stage_timeline)
         if tl.inflight_by_stage:  # formulas/parallelism.py interleaved_peak_inflight
             held = tl.inflight_by_stage

@@ -98,7 +98,8 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  *
  * The serving tab's engine settings (``settings``: their fields as the API takes them, their flags, and the ones a
  * request file takes under ``engine_settings``, /pages/choices.json's request_engine_settings): those under
- * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, the others as comments naming their flag. */
+ * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, --tp / --pp as the job's
+ * tensor_parallel / pipeline_parallel on tp x pp devices, the others as comments naming their flag. */
 export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null,
   settings = { fields: {}, flags: {}, taken: [] }, peft = ["rank"]) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
@@ -146,6 +147,16 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     const weights = f.weights || (answered.weights !== "file" ? answered.weights : "");
     L.push(`    quantization: ${yq(weights || "none")}`);
     if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
+    // --tp / --pp: the job's tensor_parallel / pipeline_parallel (request/fields.py), which pin the layout of the
+    // devices in resources: one replica of tp x pp devices, as infer --tp --pp sizes it, on the device named or, a
+    // memory alone, on the device kind infer --memory takes (gpu)
+    const tp = settings.fields.tensor_parallel, pp = settings.fields.pipeline_parallel;
+    if (tp) L.push(`    tensor_parallel: ${yq(tp)}`);
+    if (pp) L.push(`    pipeline_parallel: ${yq(pp)}`);
+    if (tp || pp) {
+      if (!f.device) res.push("      device: gpu  # the device kind infer --memory takes");
+      res.push(`      count: ${Number(tp || 1) * Number(pp || 1)}  # tensor_parallel x pipeline_parallel: one replica`);
+    }
     const media = MEDIA_FIELDS.filter((k) => f[k]);
     if (media.length) L.push("    media:", ...media.map((k) => `      ${k}: ${f[k] === true ? "true" : yq(f[k])}`));
     L.push("    traffic:", `      concurrency: ${yq(String(f.concurrency || defaults.concurrency))}`,
@@ -158,6 +169,7 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     if (taken.length) L.push("    engine_settings:", ...taken.map(([k, v]) => `      ${k}: ${value(v)}`));
     for (const [k, v] of es) {
       if (k === "fit_target") res.push(`      fit_target: ${yq(v)}`);
+      else if (k === "tensor_parallel" || k === "pipeline_parallel") continue; // the job's own fields (above)
       else if (k === "infer_gpus") res.push(`      count: ${yq(v)}  # GPUs llama.cpp splits the model over`);
       else if (!settings.taken.includes(k)) {
         const flag = settings.flags[k] || flagOf(k);
