@@ -42,6 +42,8 @@ def _fill() -> None:
     llmsizer.recommend_training("qwen2.5-0.5b", method="lora", tokens=1e8)
     llmsizer.fit("t0_3b", "h100-sxm", engine="transformers", context=1024, weights="fp16")  # the T5 serving memo
     format_ladder(load_model("qwen2.5-0.5b"), "vllm")  # a catalog search's weight formats
+    # a ModelOpt NVFP4 checkpoint keeping layers in bf16 (formulas/modelopt_exclusions.py's matcher memos)
+    llmsizer.estimate_inference("deepseek-v3.1-nvfp4", engine="vllm", device="b200", tensor_parallel=4)
 
 
 def test_clear_caches_empties_every_memo_of_the_core() -> None:

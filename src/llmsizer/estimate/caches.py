@@ -18,6 +18,7 @@ def clear_caches(estimates_only: bool = False) -> None:
         float8_training,
         kv_cache,
         lora,
+        modelopt_exclusions,
         parallelism,
         params,
         tensor_parallel,
@@ -74,7 +75,8 @@ def clear_caches(estimates_only: bool = False) -> None:
               training_compose.stage_representatives, duration.quantized_weights,
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer,
               encoder_decoder_serving.t5_params, float8_training.layer_linears, float8_training.float8_weight_elements,
-              expert_parallel_time.machine_shares):  # an EP group's ranks per machine (eq. E3')
+              expert_parallel_time.machine_shares,  # an EP group's ranks per machine (eq. E3')
+              modelopt_exclusions.excluded_roles, modelopt_exclusions._wildcard):  # a ModelOpt NVFP4 config's bf16 layers
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()
     fit._VM_SHARE.clear()
