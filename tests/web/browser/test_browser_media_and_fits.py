@@ -27,7 +27,7 @@ def test_images_on_a_vision_model_are_the_cli_media_tokens_and_totals(page: Page
     model.press_sequentially(VL)
     page.wait_for_selector("#media:not([hidden])")
     assert page.evaluate(LABELS) == []  # the image and video inputs are labelled, and reached with Tab in order
-    page.locator("#tensor_parallel").focus()  # the serving fieldset's last control (--tp, beside the Device)
+    page.locator("#pipeline_parallel").focus()  # the serving fieldset's last control (--pp, after --tp beside the Device)
     tabbed = []
     for _ in range(5):
         page.keyboard.press("Tab")
