@@ -114,6 +114,34 @@ def test_gpt_oss_hybrid_swa_pool_split(name, tp, context):
     assert _assumption(est, "swa_full_tokens_ratio") == 0.8
 
 
+@pytest.mark.parametrize("version", ["0.5.4.post2", "0.5.5.post1", "0.5.7"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_gpt_oss_before_sglang_0_5_8_gets_the_one_pool(version, tp):
+    """SGLang before 0.5.8 sets disable_hybrid_swa_memory for GptOssForCausalLM on every device (sglang 0.5.4.post2
+    srt/server_args.py:969, 0.5.5.post1 :1009, 0.5.7 :1214): one pool, profile_max_num_token's cell_size = kv heads
+    per rank x head_dim x num_layers x 2 x dtype bytes (0.5.4.post2 model_executor/model_runner.py:1287-1300), every
+    layer holding every token: 24 x 8 x 64 x 2 x 2 B = 49,152 B per token on one GPU (gpt-oss-20b's config.json)."""
+    c = _config("gpt-oss-20b")
+    cell = c["num_hidden_layers"] * (c["num_key_value_heads"] // tp) * c["head_dim"] * 2 * 2
+    assert cell == {1: 49_152, 2: 24_576}[tp]
+    est = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=4096, concurrency=8,
+                                      tensor_parallel=tp, engine_version=version)
+    d = est.details
+    assert d["kv_cell_bytes"] == cell and "swa_pool_tokens" not in d
+    assert d["max_total_num_tokens"] == d["kv_pool_bytes"] // cell
+    assert d["kv_needed_bytes"] == cell * 4096 * min(8, d["max_running_requests"])
+    assert _assumption(est, "sglang_kv_pool") == "one pool"
+
+
+@pytest.mark.parametrize("version", ["0.5.8", "0.5.23", None])
+def test_gpt_oss_from_sglang_0_5_8_keeps_the_hybrid_pool(version):
+    """0.5.8 sets disable_hybrid_swa_memory for GPT-OSS only under trtllm_mha or speculative decoding (srt/
+    server_args.py:1278-1293): on an H100 (fa3) the two pools; no release named: the profile's (0.5.23) rule."""
+    est = llmsizer.estimate_inference("gpt-oss-20b", engine="sglang", memory=80 * GiB, context=4096,
+                                      engine_version=version)
+    assert _assumption(est, "sglang_kv_pool") == "hybrid SWA" and "swa_pool_tokens" in est.details
+
+
 def test_hybrid_pool_holds_more_than_counting_every_layer_full():
     """The two pools hold B_full + B_swa per token where one pool would: with 0.8 the full pool gets
     (B_full + B_swa) / (B_full + 0.8 B_swa) = 2 / 1.8 = 1.11 x the tokens (GPT-OSS: as many full as sliding layers)."""

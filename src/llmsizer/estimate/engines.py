@@ -724,6 +724,15 @@ SGLANG_MAMBA_REQUESTS_RATIO = 3
 # are freed every SGLANG_SWA_EVICTION_INTERVAL decoded tokens (128: environ.py:730).
 SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
 SGLANG_SWA_EVICTION_INTERVAL = 128
+# Before 0.5.8 SGLang gave GPT-OSS the one KV pool on every device: ServerArgs' GptOssForCausalLM branch sets
+# ``self.disable_hybrid_swa_memory = True`` unconditionally (sglang 0.5.4.post2 srt/server_args.py:969, 0.5.5.post1
+# :1009, 0.5.7 :1214; the PyPI wheels); 0.5.8 sets it only under the trtllm_mha attention backend or speculative
+# decoding (srt/server_args.py:1278-1293), and 0.5.10 / 0.5.23 list GptOssForCausalLM among the hybrid SWA
+# architectures (configs/model_config.py). By patch release (``release_patch``): [0.0.0, 0.5.8).
+SGLANG_GPT_OSS_ONE_POOL_UNTIL = (0, 5, 8)
+SGLANG_GPT_OSS_ONE_POOL_SOURCE = ("SGLang before 0.5.8 sets disable_hybrid_swa_memory for GptOssForCausalLM on every "
+                                  "device (sglang 0.5.4.post2 srt/server_args.py:969, 0.5.7 :1214; 0.5.8 keeps it "
+                                  "only under trtllm_mha or speculative decoding, :1278-1293)")
 
 # vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer, on one
 # GPU) holds one Mamba state page (this GPU's shard), in multiples of the kernel block alignment (16 tokens); the Mamba

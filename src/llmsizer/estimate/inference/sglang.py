@@ -381,11 +381,16 @@ def sglang_swa_window(spec: ModelSpec) -> int:
     return (spec.sliding_window or 0) + SGLANG_SWA_WINDOW_OFFSET.get(spec.model_type, 0)
 
 
-def swa_kv_pool(spec: ModelSpec) -> tuple[str, str] | None:
-    """Eq. (3s): which KV pool SGLang gives ``spec`` ("hybrid", "one" or "one_assumed") and why; None for a
-    model without sliding-window layers (the one pool, nothing to say)."""
+def swa_kv_pool(spec: ModelSpec, version: str | None = None) -> tuple[str, str] | None:
+    """Eq. (3s): which KV pool SGLang release ``version`` (None: the current one) gives ``spec`` ("hybrid", "one" or
+    "one_assumed") and why; None for a model without sliding-window layers (the one pool, nothing to say). GPT-OSS
+    gets the one pool before 0.5.8 (E.SGLANG_GPT_OSS_ONE_POOL_UNTIL; a release named without its patch, '0.5', is
+    its .0); with no release named, the profile's own (0.5.23) rule."""
     if "sliding" not in spec.kv_cache_layer_types:
         return None
+    if spec.model_type == "gpt_oss" and version is not None and \
+            E.release_patch("sglang", version) < E.SGLANG_GPT_OSS_ONE_POOL_UNTIL:
+        return ("one", E.SGLANG_GPT_OSS_ONE_POOL_SOURCE)
     return SWA_KV_POOL.get(spec.model_type, (
         "one_assumed", f"model_type {spec.model_type!r} is not a family this table has read: SGLang gives two pools "
                        "when the config's architecture is in is_hybrid_swa_model's list (configs/model_config.py:"
@@ -414,7 +419,7 @@ def compose_sglang(ctx: Context) -> None:
               f"{indexer_bytes_per_token_layer(spec, ctx.kv_dtype, ctx.profile.dsa_indexer_cache):g} B; "
               + E.SGLANG_DSA_LATENT_SOURCE))
     cell = per_device(int(one_token.bytes_per_token), share)
-    pool_kind = swa_kv_pool(spec)
+    pool_kind = swa_kv_pool(spec, w.engine_version)
     # SGLang's default page_size on CUDA is 1 (arg_groups/overrides.py:1341-1363 _page_size_default); a DSA model,
     # DeepSeek-V3 under trtllm_mla and GPT-OSS under trtllm_mha get 64 (E.sglang_page_size): the pool is whole pages (eq. 3) and each request holds
     # ceil(tokens / page) of them (utils/common.py:4859-4861 get_num_new_pages)
