@@ -3090,6 +3090,38 @@ for _rid, (_m, _meth, _mb, _seq, _fmt) in _LIT23_ROWS.items():
                            True, "peak")
 LITGPT_8641822_ROWS = frozenset(_LIT23_ROWS)
 TRAINING_UNTIED = frozenset(_LIT_ROWS) | LITGPT_8641822_ROWS
+# Qwen README "Profiling of Memory and Speed" memory cells (PM1400-PM1417): the memory halves of the cells whose speed
+# halves are PM0720-PM0731 (QWEN_SPEED_ROWS, QWEN_QLORA_ROWS), Qwen-7B on one A100-SXM4-80G, written at Qwen
+# @e6f2a7a (2023-10-11, the flash-attention-2 re-measurement). Each takes its speed twin's settings (qwen7b_spec,
+# rank 64 on every linear, dropout 0.05 per module, reentrant checkpointing, batch 1 x 8 micro-batches, every sample
+# padded to the length). 'LoRA' is a chat model (finetune.py @e6f2a7a lines 323-324: no modules_to_save); 'LoRA
+# (emb)' the base Qwen-7B, for which lines 325-326 set modules_to_save ['wte', 'lm_head']; 'Q-LoRA' runs
+# finetune_qlora_single_gpu.sh (line 38: --deepspeed finetune/ds_config_zero2.json), ZeRO stage 2 with DeepSpeed's
+# AdamW (the config's "optimizer": GPU states, not paged). Not expressed: that config's 2e8-element buckets (the
+# estimate's ZeRO bucket is DeepSpeed's default). The README names no memory statistic: compared as allocated, and with
+# Qwen-7B's translation to the qwen2 layout the rows are reported with their settings assumed, out of the summary.
+QWEN_MEMORY_ROWS: dict[str, tuple[str, int]] = {
+    **{f"PM{1400 + i}": ("lora", 256 * 2 ** i) for i in range(6)},
+    **{f"PM{1406 + i}": ("lora-emb", 256 * 2 ** i) for i in range(6)},
+    **{f"PM{1412 + i}": ("qlora", 256 * 2 ** i) for i in range(6)},
+}
+_QWEN_MEM_NOTE = ("Qwen-7B as the qwen2 layout with its remote code's modules (qwen7b_spec); the settings of its "
+                  "speed twin{}; the README names no memory statistic: compared as allocated")
+for _rid, (_kind, _seq) in QWEN_MEMORY_ROWS.items():
+    _ql = _kind == "qlora"
+    _qf: dict[str, Any] = dict(method="qlora" if _ql else "lora", rank=64, targets="all-linear",
+                              precision="fp16-mixed" if _ql else "bf16-mixed", micro_batch=1, seq_len=_seq,
+                              grad_accumulation=8, grad_checkpointing="full", checkpoint_impl="reentrant",
+                              lora_dropout="per-module", **framework_attention("qwen"))
+    if _ql:
+        _qf.update(zero=2, optimizer="adamw")
+    if _kind == "lora-emb":
+        _qf["modules_to_save"] = ("embed", "lm_head")
+    TRAINING_ROWS[_rid] = ("Qwen-7B-Chat-Int4" if _ql else "Qwen-7B", _qf, _QWEN_MEM_NOTE.format(
+        {"lora": " (LoRA, a chat model: no modules_to_save)",
+         "lora-emb": " (LoRA) + modules_to_save wte and lm_head (the base model)",
+         "qlora": " (Q-LoRA over the GPTQ int4 chat model) + DeepSpeed ZeRO-2 with its AdamW on one GPU "
+                  "(ds_config_zero2.json; its 2e8-element buckets not expressed)"}[_kind]), False, "peak")
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
 TRAINING_NOT_EXPRESSED_ROWS.update({
@@ -3122,6 +3154,8 @@ def training_prediction(row_id: str) -> int:
     model, fields, _, _, what = TRAINING_ROWS[row_id]
     if model == _BLOOM:
         spec = bloom_7b1()
+    elif model in ("Qwen-7B", "Qwen-7B-Chat-Int4"):  # the Qwen README memory cells (QWEN_MEMORY_ROWS)
+        spec = qwen7b_spec(model == "Qwen-7B-Chat-Int4")
     elif model in LITGPT_MODULES:
         from dataclasses import replace
 
