@@ -3122,6 +3122,35 @@ for _rid, (_kind, _seq) in QWEN_MEMORY_ROWS.items():
          "lora-emb": " (LoRA) + modules_to_save wte and lm_head (the base model)",
          "qlora": " (Q-LoRA over the GPTQ int4 chat model) + DeepSpeed ZeRO-2 with its AdamW on one GPU "
                   "(ds_config_zero2.json; its 2e8-element buckets not expressed)"}[_kind]), False, "peak")
+# PEFT's accelerate guides (PM1420-PM1423): Llama-2-70B through examples/sft/train.py (TRL SFTTrainer), packed 2048-token
+# sequences, LoRA r8 dropout 0.1 on every linear, flash attention 2. PM1420: LoRA under DeepSpeed ZeRO-3 on 8 x H100
+# (run_peft_deepspeed.sh @aa2ca83ca: batch 8 x accumulation 4, non-reentrant checkpointing; the fp32-loaded model
+# partitioned in bf16 by zero.Init). PM1421-PM1423: QLoRA (NF4 with nested quant, bf16 quant storage: the model loaded
+# in bf16, pure bf16) at batch 2 x accumulation 2 with reentrant checkpointing (run_peft_qlora_*.sh @6008f272a), under
+# ZeRO-3 on two GPUs, and FSDP1 FULL_SHARD on two GPUs with and without fsdp_offload_params (PEFT's
+# fsdp_auto_wrap_policy: every trainable leaf its own unit). The guides name no memory statistic, GPU model or library
+# versions: compared as allocated, reported with their settings assumed. The two FSDP rows are not expressed: Accelerate
+# wrapped with FSDP1 (FullyShardedDataParallel, fsdp_use_orig_params false), whose flat parameters over a quantized
+# base the estimate refuses (estimate/training/setup.py: 'FSDP1 QLoRA ... is not modelled').
+_PEFT70 = dict(rank=8, targets="all-linear", seq_len=2048, grad_checkpointing="full", attention="flash",
+               lora_dropout="per-module")
+_PEFT70_Q = dict(_PEFT70, method="qlora", precision="bf16", micro_batch=2, grad_accumulation=2,
+                 checkpoint_impl="reentrant", nf4_format="nf4-dq", gpus=2)
+_PEFT70_FSDP1 = ("Accelerate's FSDP of 2024-03 is FSDP1 (FullyShardedDataParallel, fsdp_use_orig_params false) over "
+                 "a bitsandbytes NF4 base in bf16 storage: FSDP1 flat parameters over a quantized base are not "
+                 "modelled (the estimate takes QLoRA under FSDP2 only)")
+TRAINING_NOT_EXPRESSED_ROWS.update({"PM1422": _PEFT70_FSDP1, "PM1423": _PEFT70_FSDP1})
+_PEFT70_NOTE = ("PEFT examples/sft (TRL SFTTrainer), Llama-2-70B, packed 2048, LoRA r8 on every linear, flash attention "
+                "2; {}; the guide names no memory statistic (compared as allocated), GPU model or versions")
+TRAINING_ROWS.update({
+    "PM1420": ("llama-2-70b-hf", dict(_PEFT70, method="lora", precision="bf16-mixed", micro_batch=8, grad_accumulation=4,
+                                      gpus=8, zero=3),
+               _PEFT70_NOTE.format("LoRA, DeepSpeed ZeRO-3 over 8, batch 8 x 4 micro-batches, non-reentrant "
+                                   "checkpointing"), False, "peak"),
+    "PM1421": ("llama-2-70b-hf", dict(_PEFT70_Q, zero=3),
+               _PEFT70_NOTE.format("QLoRA (NF4 nested, bf16 storage), DeepSpeed ZeRO-3 over 2, batch 2 x 2"), False,
+               "peak"),
+})
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
 TRAINING_NOT_EXPRESSED_ROWS.update({
