@@ -3098,7 +3098,12 @@ TRAINING_UNTIED = frozenset(_LIT_ROWS) | LITGPT_8641822_ROWS
 # (emb)' the base Qwen-7B, for which lines 325-326 set modules_to_save ['wte', 'lm_head']; 'Q-LoRA' runs
 # finetune_qlora_single_gpu.sh (line 38: --deepspeed finetune/ds_config_zero2.json), ZeRO stage 2 with DeepSpeed's
 # AdamW (the config's "optimizer": GPU states, not paged). Not expressed: that config's 2e8-element buckets (the
-# estimate's ZeRO bucket is DeepSpeed's default). The README names no memory statistic: compared as allocated, and with
+# estimate's ZeRO bucket is DeepSpeed's default). The LoRA rows' optimizer is HF Trainer's default: Qwen pins
+# transformers==4.32.0 (requirements.txt @e6f2a7a), whose TrainingArguments default_optim is "adamw_torch"
+# (training_args.py line 1050) -> torch.optim.AdamW with no fused / foreach key (trainer.py lines 1035-1041), which
+# PyTorch 2.0 (the README's) runs as foreach on CUDA tensors (optim/adamw.py _default_to_fused_or_foreach): its step
+# holds a sqrt of every exp_avg_sq, 2 B per trained element in bf16 (QWEN_ADAMW; what PM0744's note describes).
+# The README names no memory statistic: compared as allocated, and with
 # Qwen-7B's translation to the qwen2 layout the rows are reported with their settings assumed, out of the summary.
 QWEN_MEMORY_ROWS: dict[str, tuple[str, int]] = {
     **{f"PM{1400 + i}": ("lora", 256 * 2 ** i) for i in range(6)},
@@ -3107,6 +3112,7 @@ QWEN_MEMORY_ROWS: dict[str, tuple[str, int]] = {
 }
 _QWEN_MEM_NOTE = ("Qwen-7B as the qwen2 layout with its remote code's modules (qwen7b_spec); the settings of its "
                   "speed twin{}; the README names no memory statistic: compared as allocated")
+QWEN_ADAMW = "foreach"  # transformers 4.32.0 'adamw_torch' on PyTorch 2.0 (the comment above)
 for _rid, (_kind, _seq) in QWEN_MEMORY_ROWS.items():
     _ql = _kind == "qlora"
     _qf: dict[str, Any] = dict(method="qlora" if _ql else "lora", rank=64, targets="all-linear",
@@ -3115,11 +3121,13 @@ for _rid, (_kind, _seq) in QWEN_MEMORY_ROWS.items():
                               lora_dropout="per-module", **framework_attention("qwen"))
     if _ql:
         _qf.update(zero=2, optimizer="adamw")
+    else:  # HF Trainer's AdamW (QWEN_ADAMW): torch.optim.AdamW with neither fused nor foreach given -> foreach
+        _qf["optimizer_impl"] = QWEN_ADAMW
     if _kind == "lora-emb":
         _qf["modules_to_save"] = ("embed", "lm_head")
     TRAINING_ROWS[_rid] = ("Qwen-7B-Chat-Int4" if _ql else "Qwen-7B", _qf, _QWEN_MEM_NOTE.format(
-        {"lora": " (LoRA, a chat model: no modules_to_save)",
-         "lora-emb": " (LoRA) + modules_to_save wte and lm_head (the base model)",
+        {"lora": " (LoRA, a chat model: no modules_to_save), HF Trainer's AdamW run foreach",
+         "lora-emb": " (LoRA) + modules_to_save wte and lm_head (the base model), HF Trainer's AdamW run foreach",
          "qlora": " (Q-LoRA over the GPTQ int4 chat model) + DeepSpeed ZeRO-2 with its AdamW on one GPU "
                   "(ds_config_zero2.json; its 2e8-element buckets not expressed)"}[_kind]), False, "peak")
 # PEFT's accelerate guides (PM1420-PM1423): Llama-2-70B through examples/sft/train.py (TRL SFTTrainer), packed 2048-token

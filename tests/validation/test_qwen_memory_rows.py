@@ -63,6 +63,9 @@ def test_each_row_takes_the_recipe_its_method_names(rid: str) -> None:
         assert fields["zero"] == 2 and fields["optimizer"] == "adamw"  # ds_config_zero2.json's AdamW, not paged
     else:
         assert model == "Qwen-7B" and fields["method"] == "lora" and "zero" not in fields
+        # HF Trainer's default 'adamw_torch' (transformers 4.32.0, Qwen's pin) = torch.optim.AdamW with no fused or
+        # foreach key, which PyTorch 2.0 runs foreach on CUDA
+        assert fields["optimizer_impl"] == "foreach"
         assert bool(fields.get("modules_to_save")) == (r["method"] == "LoRA (emb)")
 
 
