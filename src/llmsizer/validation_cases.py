@@ -3090,6 +3090,75 @@ for _rid, (_m, _meth, _mb, _seq, _fmt) in _LIT23_ROWS.items():
                            True, "peak")
 LITGPT_8641822_ROWS = frozenset(_LIT23_ROWS)
 TRAINING_UNTIED = frozenset(_LIT_ROWS) | LITGPT_8641822_ROWS
+# Qwen README "Profiling of Memory and Speed" memory cells (PM1400-PM1417): the memory halves of the cells whose speed
+# halves are PM0720-PM0731 (QWEN_SPEED_ROWS, QWEN_QLORA_ROWS), Qwen-7B on one A100-SXM4-80G, written at Qwen
+# @e6f2a7a (2023-10-11, the flash-attention-2 re-measurement). Each takes its speed twin's settings (qwen7b_spec,
+# rank 64 on every linear, dropout 0.05 per module, reentrant checkpointing, batch 1 x 8 micro-batches, every sample
+# padded to the length). 'LoRA' is a chat model (finetune.py @e6f2a7a lines 323-324: no modules_to_save); 'LoRA
+# (emb)' the base Qwen-7B, for which lines 325-326 set modules_to_save ['wte', 'lm_head']; 'Q-LoRA' runs
+# finetune_qlora_single_gpu.sh (line 38: --deepspeed finetune/ds_config_zero2.json), ZeRO stage 2 with DeepSpeed's
+# AdamW (the config's "optimizer": GPU states, not paged). Not expressed: that config's 2e8-element buckets (the
+# estimate's ZeRO bucket is DeepSpeed's default). The LoRA rows' optimizer is HF Trainer's default: Qwen pins
+# transformers==4.32.0 (requirements.txt @e6f2a7a), whose TrainingArguments default_optim is "adamw_torch"
+# (training_args.py line 1050) -> torch.optim.AdamW with no fused / foreach key (trainer.py lines 1035-1041), which
+# PyTorch 2.0 (the README's) runs as foreach on CUDA tensors (optim/adamw.py _default_to_fused_or_foreach): its step
+# holds a sqrt of every exp_avg_sq, 2 B per trained element in bf16 (QWEN_ADAMW; what PM0744's note describes).
+# The README names no memory statistic: compared as allocated, and with
+# Qwen-7B's translation to the qwen2 layout the rows are reported with their settings assumed, out of the summary.
+QWEN_MEMORY_ROWS: dict[str, tuple[str, int]] = {
+    **{f"PM{1400 + i}": ("lora", 256 * 2 ** i) for i in range(6)},
+    **{f"PM{1406 + i}": ("lora-emb", 256 * 2 ** i) for i in range(6)},
+    **{f"PM{1412 + i}": ("qlora", 256 * 2 ** i) for i in range(6)},
+}
+_QWEN_MEM_NOTE = ("Qwen-7B as the qwen2 layout with its remote code's modules (qwen7b_spec); the settings of its "
+                  "speed twin{}; the README names no memory statistic: compared as allocated")
+QWEN_ADAMW = "foreach"  # transformers 4.32.0 'adamw_torch' on PyTorch 2.0 (the comment above)
+for _rid, (_kind, _seq) in QWEN_MEMORY_ROWS.items():
+    _ql = _kind == "qlora"
+    _qf: dict[str, Any] = dict(method="qlora" if _ql else "lora", rank=64, targets="all-linear",
+                              precision="fp16-mixed" if _ql else "bf16-mixed", micro_batch=1, seq_len=_seq,
+                              grad_accumulation=8, grad_checkpointing="full", checkpoint_impl="reentrant",
+                              lora_dropout="per-module", **framework_attention("qwen"))
+    if _ql:
+        _qf.update(zero=2, optimizer="adamw")
+    else:  # HF Trainer's AdamW (QWEN_ADAMW): torch.optim.AdamW with neither fused nor foreach given -> foreach
+        _qf["optimizer_impl"] = QWEN_ADAMW
+    if _kind == "lora-emb":
+        _qf["modules_to_save"] = ("embed", "lm_head")
+    TRAINING_ROWS[_rid] = ("Qwen-7B-Chat-Int4" if _ql else "Qwen-7B", _qf, _QWEN_MEM_NOTE.format(
+        {"lora": " (LoRA, a chat model: no modules_to_save), HF Trainer's AdamW run foreach",
+         "lora-emb": " (LoRA) + modules_to_save wte and lm_head (the base model), HF Trainer's AdamW run foreach",
+         "qlora": " (Q-LoRA over the GPTQ int4 chat model) + DeepSpeed ZeRO-2 with its AdamW on one GPU "
+                  "(ds_config_zero2.json; its 2e8-element buckets not expressed)"}[_kind]), False, "peak")
+# PEFT's accelerate guides (PM1420-PM1423): Llama-2-70B through examples/sft/train.py (TRL SFTTrainer), packed 2048-token
+# sequences, LoRA r8 dropout 0.1 on every linear, flash attention 2. PM1420: LoRA under DeepSpeed ZeRO-3 on 8 x H100
+# (run_peft_deepspeed.sh @aa2ca83ca: batch 8 x accumulation 4, non-reentrant checkpointing; the fp32-loaded model
+# partitioned in bf16 by zero.Init). PM1421-PM1423: QLoRA (NF4 with nested quant, bf16 quant storage: the model loaded
+# in bf16, pure bf16) at batch 2 x accumulation 2 with reentrant checkpointing (run_peft_qlora_*.sh @6008f272a), under
+# ZeRO-3 on two GPUs, and FSDP1 FULL_SHARD on two GPUs with and without fsdp_offload_params (PEFT's
+# fsdp_auto_wrap_policy: every trainable leaf its own unit). The guides name no memory statistic, GPU model or library
+# versions: compared as allocated, reported with their settings assumed. The two FSDP rows are not expressed: Accelerate
+# wrapped with FSDP1 (FullyShardedDataParallel, fsdp_use_orig_params false), whose flat parameters over a quantized
+# base the estimate refuses (estimate/training/setup.py: 'FSDP1 QLoRA ... is not modelled').
+_PEFT70 = dict(rank=8, targets="all-linear", seq_len=2048, grad_checkpointing="full", attention="flash",
+               lora_dropout="per-module")
+_PEFT70_Q = dict(_PEFT70, method="qlora", precision="bf16", micro_batch=2, grad_accumulation=2,
+                 checkpoint_impl="reentrant", nf4_format="nf4-dq", gpus=2)
+_PEFT70_FSDP1 = ("Accelerate's FSDP of 2024-03 is FSDP1 (FullyShardedDataParallel, fsdp_use_orig_params false) over "
+                 "a bitsandbytes NF4 base in bf16 storage: FSDP1 flat parameters over a quantized base are not "
+                 "modelled (the estimate takes QLoRA under FSDP2 only)")
+TRAINING_NOT_EXPRESSED_ROWS.update({"PM1422": _PEFT70_FSDP1, "PM1423": _PEFT70_FSDP1})
+_PEFT70_NOTE = ("PEFT examples/sft (TRL SFTTrainer), Llama-2-70B, packed 2048, LoRA r8 on every linear, flash attention "
+                "2; {}; the guide names no memory statistic (compared as allocated), GPU model or versions")
+TRAINING_ROWS.update({
+    "PM1420": ("llama-2-70b-hf", dict(_PEFT70, method="lora", precision="bf16-mixed", micro_batch=8, grad_accumulation=4,
+                                      gpus=8, zero=3),
+               _PEFT70_NOTE.format("LoRA, DeepSpeed ZeRO-3 over 8, batch 8 x 4 micro-batches, non-reentrant "
+                                   "checkpointing"), False, "peak"),
+    "PM1421": ("llama-2-70b-hf", dict(_PEFT70_Q, zero=3),
+               _PEFT70_NOTE.format("QLoRA (NF4 nested, bf16 storage), DeepSpeed ZeRO-3 over 2, batch 2 x 2"), False,
+               "peak"),
+})
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
 TRAINING_NOT_EXPRESSED_ROWS.update({
@@ -3122,6 +3191,8 @@ def training_prediction(row_id: str) -> int:
     model, fields, _, _, what = TRAINING_ROWS[row_id]
     if model == _BLOOM:
         spec = bloom_7b1()
+    elif model in ("Qwen-7B", "Qwen-7B-Chat-Int4"):  # the Qwen README memory cells (QWEN_MEMORY_ROWS)
+        spec = qwen7b_spec(model == "Qwen-7B-Chat-Int4")
     elif model in LITGPT_MODULES:
         from dataclasses import replace
 
