@@ -280,7 +280,7 @@ QWEN25_PAGE_KNOWN_MISSES = {"PM1202": "0.03 GiB not modelled on a 0.48 GiB run (
 # (28 layers x 7, forward and recompute) the run does not launch. Host time per counted kernel implied (measured
 # step / count): row 4 139.6 ms / 2,741 = 50.9 us, row 5 198.3 ms / 3,605 = 55.0 us, row 18 127.6 ms / 3,506 =
 # 36.4 us, row 23 494.0 ms / 8,645 = 57.1 us (59.9 us over the 8,253 without the clones): 36-57 us against the
-# 21.43 us constant (estimate/efficiency.py host_seconds_per_kernel, fitted on PM0720) and 18 us on the same
+# 21.35 us constant (estimate/efficiency.py host_seconds_per_kernel, fitted on PM0720) and 18 us on the same
 # machine's Qwen2.5-0.5B decode row (no autograd): the host time per kernel of an autograd step on that machine is
 # what differs; no profile of these runs. The worker's step traced on the CPU at these layer counts
 # (bench/host_step_ratio.py) spends 1.58-1.71 x a no-grad decode step's host time per kernel, 2.32-2.46 x with
@@ -291,7 +291,7 @@ QWEN25_PAGE_KNOWN_MISSES = {"PM1202": "0.03 GiB not modelled on a 0.48 GiB run (
 # each step's host time (validation/measured/README.md, "Timing of the training steps"): the rows stay known misses
 # until re-measured.
 _H200_HOST = ("small-model training step at 0.38-0.46 of the predicted rate on the lent H200, host-bound: 36-57 us "
-              "of host time per counted kernel implied, against the 21.43 us constant (no profile); the count is "
+              "of host time per counted kernel implied, against the 21.35 us constant (no profile); the count is "
               "traced for the Qwen2 full/LoRA steps (rows 4, 5), not for row 23's QLoRA step")
 H200_TRAINING_KNOWN_MISSES = {f"gpu-h200-2026-12-04:{i}.training_tokens/s": _H200_HOST for i in (4, 5, 23)}
 # The A10G llama.cpp b11447 rows (validation/llamacpp_bench.csv PW01-PW04, pantheonworkloads' record) beyond their
@@ -666,6 +666,10 @@ QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11
              "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
              "tie_word_embeddings": False, "max_position_embeddings": 8192}
 QWEN_SPEED_ROWS = {f"PM07{20 + i}": 256 * 2 ** i for i in range(6)}
+# HF Trainer's AdamW as these runs (PM0720-PM0725, and their memory twins PM1400-PM1411) ran it: Qwen pins
+# transformers==4.32.0, "adamw_torch" -> torch.optim.AdamW with neither fused nor foreach -> foreach on CUDA under
+# PyTorch 2.0 (QWEN_MEMORY_ROWS' comment below has the lines)
+QWEN_ADAMW = "foreach"
 # The kernels Qwen-7B's remote code runs (PM0720-PM0731; modeling_qwen.py at zhangningboo/Qwen-7B @ffe04dd5, read, not
 # run): QWenAttention.c_attn is one nn.Linear(h, 3h) with a bias (line 266) whose output ``mixed_x_layer.split``
 # separates (line 417: qkv_split; the translation's qwen2 layout counted three GEMMs and three adapters); Qwen's
@@ -1592,6 +1596,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                       precision="fp16-mixed" if qlora else "bf16-mixed", micro_batch=1, seq_len=seq,
                       grad_accumulation=8, grad_checkpointing="full", checkpoint_impl="reentrant",
                       lora_dropout="per-module", **framework_attention("qwen"))
+        if not qlora:
+            fields["optimizer_impl"] = QWEN_ADAMW  # one run: its memory twin's optimizer too
         spec = qwen7b_spec(qlora)
         d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)
         pred, st = d.tokens_per_second, d.step
@@ -3112,7 +3118,6 @@ QWEN_MEMORY_ROWS: dict[str, tuple[str, int]] = {
 }
 _QWEN_MEM_NOTE = ("Qwen-7B as the qwen2 layout with its remote code's modules (qwen7b_spec); the settings of its "
                   "speed twin{}; the README names no memory statistic: compared as allocated")
-QWEN_ADAMW = "foreach"  # transformers 4.32.0 'adamw_torch' on PyTorch 2.0 (the comment above)
 for _rid, (_kind, _seq) in QWEN_MEMORY_ROWS.items():
     _ql = _kind == "qlora"
     _qf: dict[str, Any] = dict(method="qlora" if _ql else "lora", rank=64, targets="all-linear",
