@@ -78,17 +78,17 @@ def test_the_catalog_release_is_sized_as_vllm_holds_it() -> None:
 
 
 BASE = {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16, "exclude_modules": ["lm_head"]}
-# a model type whose module paths formulas/modelopt_exclusions.py does not map (Mixtral's block_sparse_moe)
-TINY_MIXTRAL = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 256,
-                "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "num_local_experts": 8,
-                "num_experts_per_tok": 2, "intermediate_size": 512, "vocab_size": 1024, "torch_dtype": "bfloat16",
-                "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 1e6, "tie_word_embeddings": False}
+# a model type whose module paths formulas/modelopt_exclusions.py does not map (Phi-3's fused qkv_proj)
+TINY_PHI3 = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 256,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+             "intermediate_size": 512, "vocab_size": 1024, "torch_dtype": "bfloat16",
+             "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 1e4, "tie_word_embeddings": False}
 
 
 @pytest.mark.parametrize(("base", "quantization", "said"), [
     (TINY, {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}, "lacks group_size, exclude_modules"),  # vLLM too
     (TINY, {**BASE, "group_size": 32}, "group_size 32"),
-    (TINY_MIXTRAL, {**BASE, "exclude_modules": ["lm_head", "model.layers.0.self_attn*"]}, "per-layer exclusions"),
+    (TINY_PHI3, {**BASE, "exclude_modules": ["lm_head", "model.layers.0.self_attn*"]}, "per-layer exclusions"),
 ])
 def test_configs_not_sized_as_published_are_refused(base: dict[str, Any], quantization: dict[str, Any],
                                                     said: str) -> None:
@@ -100,10 +100,10 @@ def test_configs_not_sized_as_published_are_refused(base: dict[str, Any], quanti
 def test_config_json_shape_reads_ignore() -> None:  # ModelOpt >= 0.31: quant_method modelopt inside config.json
     q = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "ignore": ["lm_head", "*.mlp.gate"]}
     assert stored_format(spec_from_config({**TINY, "quantization_config": q}, name="tiny"))[0] == "nvfp4"
-    assert stored_format(spec_from_config({**TINY_MIXTRAL, "quantization_config": q}, name="tiny"))[0] == "nvfp4"
+    assert stored_format(spec_from_config({**TINY_PHI3, "quantization_config": q}, name="tiny"))[0] == "nvfp4"
     q["ignore"] = ["lm_head", "model.layers.1.mlp.experts*"]
     with pytest.raises(InputError, match="per-layer exclusions"):
-        stored_format(spec_from_config({**TINY_MIXTRAL, "quantization_config": q}, name="tiny"))
+        stored_format(spec_from_config({**TINY_PHI3, "quantization_config": q}, name="tiny"))
     # on Qwen3-MoE the entry is matched as vLLM matches it: layer 1's routed experts stay bf16
     spec = spec_from_config({**TINY, "quantization_config": q}, name="tiny")
     h, e, i = TINY["hidden_size"], TINY["num_experts"], TINY["moe_intermediate_size"]

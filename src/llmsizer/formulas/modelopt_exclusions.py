@@ -20,12 +20,25 @@ Source: vllm 0.19.1 (PyPI wheel, sha256 71a87f46cafab4489c69a5c5c83b870d0235e569
   3. ``fnmatch(prefix, entry)`` (modelopt.py:177-179): a shell wildcard such as ``model.layers.0.*`` or
      ``*.self_attn*``.
 - The prefix vLLM asks about is the module's path in its own model. For the families in ``MODELOPT_FAMILIES`` that
-  path is the checkpoint's: ``model.layers.{i}.`` followed by the Hugging Face module name. The fused modules are
+  path is ``model.layers.{i}.`` followed by the Hugging Face module name. The fused modules are
   named as vLLM fuses them: deepseek_v2.py:1305-1337 ``packed_modules_mapping``, llama.py:509-512,
-  qwen2_moe.py:540-559, glm4_moe.py:626-636; the indexer is ``self_attn.indexer.wq_b`` / ``.wk`` / ``.weights_proj``,
-  at deepseek_v2.py:636-656 and :958. ``apply_vllm_mapper`` (modelopt.py:219-239) splits an entry ``path*`` into
-  ``path`` and ``path.*``. It does so only for a model class with an ``hf_to_vllm_mapper`` (model_loader/utils.py:
-  280-285). The split does not change what tests 2 and 3 match, so it is not repeated here.
+  qwen2_moe.py:540-559, glm4_moe.py:626-636, mixtral.py:486-492, nemotron_h.py:802-808; the indexer is
+  ``self_attn.indexer.wq_b`` / ``.wk`` / ``.weights_proj``, at deepseek_v2.py:636-656 and :958.
+- Mixtral (mixtral.py): ``self_attn.qkv_proj`` / ``.o_proj`` (:198, :205, :255) and the routed experts as one
+  ``FusedMoE`` at ``block_sparse_moe.experts`` (:140, :263); its router ``block_sparse_moe.gate`` (:120-127,
+  ``quant_config=None``) is kept 16-bit by the format's rule.
+- Nemotron-H (nemotron_h.py): every layer's block is ``mixer`` (:317, :360, :409, :530). A Mamba-2 layer holds
+  ``mixer.in_proj`` and ``mixer.out_proj`` (layers/mamba/mamba_mixer2.py:318-348, :456-462; its ``conv1d`` is built
+  with ``quant_config=None``, :306-340); an attention layer ``mixer.qkv_proj`` / ``mixer.o_proj`` (:464-478); an MLP
+  layer ``mixer.up_proj`` / ``mixer.down_proj`` (:101-116); an MoE layer the routed experts ``mixer.experts``
+  (:213-225), the shared expert ``mixer.shared_experts.up_proj`` / ``.down_proj`` (:182-190) and, with a
+  ``moe_latent_size``, ``mixer.fc1_latent_proj`` / ``mixer.fc2_latent_proj`` (:193-207). Its checkpoint names the
+  model ``backbone``: the class's ``hf_to_vllm_mapper`` (:797-800: substrings ``A_log`` -> ``A``, ``embeddings``
+  -> ``embed_tokens``, then the prefix ``backbone`` -> ``model``, in ``WeightsMapper._map_name``'s order, models/
+  utils.py:62-91) rewrites every exclude_modules entry before matching (``apply_vllm_mapper``, modelopt.py:
+  219-239, called at model_loader/utils.py:280-285 for a class with a mapper). The same call first splits an entry
+  ``path*`` (not ``path.*``) into ``path`` and ``path.*``; ``exclusion_list`` repeats both steps for the families
+  with a mapper (``_HF_TO_VLLM``). For the others the split alone would not change what tests 2 and 3 match.
 - Not applied: modelopt.py:195-201 keeps ``vision_tower`` / ``vision_model`` unquantized whatever the list says. None
   of ``MODELOPT_FAMILIES`` has one.
 """
@@ -50,6 +63,13 @@ MODELOPT_FAMILIES: dict[str, str] = {
     "qwen2_moe": "shared_expert", "qwen3_moe": "shared_expert",
     "deepseek_v2": "shared_experts", "deepseek_v3": "shared_experts", "deepseek_v32": "shared_experts",
     "glm4_moe": "shared_experts", "glm_moe_dsa": "shared_experts",
+    "mixtral": "", "nemotron_h": "shared_experts",
+}
+
+# model type -> vLLM's model-class ``hf_to_vllm_mapper`` as (``orig_to_new_substr``, ``orig_to_new_prefix``) pairs,
+# for the MODELOPT_FAMILIES whose class has one (module docstring): nemotron_h.py:797-800
+_HF_TO_VLLM: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+    "nemotron_h": ((("A_log", "A"), ("embeddings", "embed_tokens")), (("backbone", "model"),)),
 }
 
 # tensor role (formulas/tensors.py) -> the module path under model.layers.{i}; "{shexp}": the family's shared MLP
@@ -66,11 +86,28 @@ _MODULE_OF_ROLE: dict[str, str] = {
     "ffn_shexp_down": "mlp.{shexp}.down_proj",
 }
 
+# model types whose modules sit elsewhere than _MODULE_OF_ROLE's: role -> module path under model.layers.{i}
+_FAMILY_MODULES: dict[str, dict[str, str]] = {
+    "mixtral": {**_MODULE_OF_ROLE, "ffn_exps_gate": "block_sparse_moe.experts",
+                "ffn_exps_up": "block_sparse_moe.experts", "ffn_exps_down": "block_sparse_moe.experts"},
+    "nemotron_h": {
+        "attn_q": "mixer.q_proj", "attn_k": "mixer.k_proj", "attn_v": "mixer.v_proj", "attn_output": "mixer.o_proj",
+        "ssm_in": "mixer.in_proj", "ssm_out": "mixer.out_proj",
+        "ffn_up": "mixer.up_proj", "ffn_down": "mixer.down_proj",
+        "ffn_exps_up": "mixer.experts", "ffn_exps_down": "mixer.experts",
+        "ffn_shexp_up": "mixer.shared_experts.up_proj", "ffn_shexp_down": "mixer.shared_experts.down_proj",
+        "ffn_latent_in": "mixer.fc1_latent_proj", "ffn_latent_out": "mixer.fc2_latent_proj",
+    },
+}
+
 
 def packed_modules(spec: ModelSpec) -> dict[str, tuple[str, ...]]:
     """vLLM's ``packed_modules_mapping`` for ``spec``: fused module name -> its checkpoint shards (module
     docstring). DeepSeek fuses ``q_a_proj`` and ``kv_a_proj_with_mqa`` only with a q LoRA rank
-    (deepseek_v2.py:1330-1337)."""
+    (deepseek_v2.py:1330-1337); Mixtral and Nemotron-H fuse only ``qkv_proj`` (mixtral.py:486-492,
+    nemotron_h.py:802-808)."""
+    if spec.model_type in ("mixtral", "nemotron_h"):
+        return {"qkv_proj": ("q_proj", "k_proj", "v_proj")}
     out = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
     if spec.mla is not None and spec.mla.q_lora_rank:
         out["fused_qkv_a_proj"] = ("q_a_proj", "kv_a_proj_with_mqa")
@@ -128,7 +165,7 @@ def layer_module(spec: ModelSpec, role: str, layer: int) -> str | None:
     ``spec`` (a fused module's name where vLLM fuses it), or None for a tensor that is no quantizable linear of a
     ``MODELOPT_FAMILIES`` model."""
     shexp = MODELOPT_FAMILIES.get(spec.model_type)
-    module = _MODULE_OF_ROLE.get(role)
+    module = _FAMILY_MODULES.get(spec.model_type, _MODULE_OF_ROLE).get(role)
     if shexp is None or module is None:
         return None
     return f"model.layers.{layer}." + _fused_name(module.format(shexp=shexp), packed_modules(spec))
@@ -158,6 +195,33 @@ def modelopt_exclude_list(q: Mapping[str, object]) -> list[str]:
     return [str(e) for e in raw] if isinstance(raw, list) else []
 
 
+def exclusion_list(model_type: str, patterns: Sequence[str]) -> list[str]:
+    """``patterns`` as vLLM holds them for a model of ``model_type`` once ``apply_vllm_mapper`` (vllm 0.19.1
+    modelopt.py:219-239) has run: for a family with an ``hf_to_vllm_mapper`` (``_HF_TO_VLLM``), each ``path*`` split
+    into ``path`` and ``path.*``, then each entry renamed by ``WeightsMapper._map_name`` (models/utils.py:62-91:
+    every substring rule, first occurrence, then every prefix rule); unchanged for any other."""
+    mapper = _HF_TO_VLLM.get(model_type)
+    if mapper is None:
+        return list(patterns)
+    split: list[str] = []
+    for entry in patterns:
+        if len(entry) >= 2 and entry[-1] == "*" and entry[-2] != ".":
+            split += [entry[:-1], entry[:-1] + ".*"]
+        else:
+            split.append(entry)
+    substrings, prefixes = mapper
+    out = []
+    for entry in split:
+        for old, new in substrings:
+            if old in entry:
+                entry = entry.replace(old, new, 1)
+        for old, new in prefixes:
+            if entry.startswith(old):
+                entry = entry.replace(old, new, 1)
+        out.append(entry)
+    return out
+
+
 @lru_cache(maxsize=256)
 def excluded_roles(spec: ModelSpec) -> tuple[frozenset[str], ...]:
     """Per decoder layer of ``spec``, the tensor roles its ModelOpt NVFP4 config keeps unquantized: the quantizable
@@ -169,6 +233,7 @@ def excluded_roles(spec: ModelSpec) -> tuple[frozenset[str], ...]:
     patterns = modelopt_exclude_list(q) if modelopt_quant_algo(q) == "NVFP4" else []
     if not patterns or spec.model_type not in MODELOPT_FAMILIES:
         return ()
+    patterns = exclusion_list(spec.model_type, patterns)
     packed = packed_modules(spec)
     out: list[set[str]] = [set() for _ in range(spec.num_layers)]
     seen: dict[str, bool] = {}
