@@ -603,10 +603,7 @@ class _Builder:
                                                dev.id if dev else None, str(entry.get("note", "")), candidates))
 
     def gpus(self, o: Output, gpus: list[so.Gpu], vendor: str) -> None:
-        whole = [g for g in gpus if not g.mig_enabled]
-        for g in gpus:
-            if g.mig_enabled:
-                self.mig(o, g, vendor)
+        whole = [g for g in gpus if not g.mig_enabled]  # whole GPUs first (the target), then MIG devices
         groups: dict[tuple[str, int, int | None], list[so.Gpu]] = {}
         for g in whole:
             groups.setdefault((g.name, g.memory_bytes, g.reserved_bytes), []).append(g)
@@ -634,6 +631,9 @@ class _Builder:
                     note += f"; form factor {form} from the consumer brand in its name (detect.CONSUMER_GPU_BRANDS)"
             entry["note"] = note + f"; {cuda_note}"
             self.add(entry, name, len(same), mem, o.source_key, dev)
+        for g in gpus:
+            if g.mig_enabled:
+                self.mig(o, g, vendor)
 
     def mig(self, o: Output, g: so.Gpu, vendor: str) -> None:
         """A GPU in MIG mode: each MIG device it lists is a device of its own (``MIG_RULE``), count 1, largest
