@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cli_capture import run_json
-from llmsizer.catalog.detect import Output, apple_configuration, detect, read_outputs
+from llmsizer.catalog.detect import COMMANDS, Output, apple_configuration, detect, read_outputs
 from llmsizer.catalog.hardware import builtin_catalog, cpu_fp32_flop_per_cycle, load_catalog
 from llmsizer.errors import InputError
 from llmsizer.readers import system_outputs as so
@@ -299,6 +299,8 @@ def test_run_commands_runs_what_exists_and_skips_the_rest(tmp_path: Path) -> Non
 
     def runner(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
         ran.append(argv)
+        if argv[0].endswith("nvidia-smi") and argv[1:] == ("-q",):  # the same machine's -q (one capture)
+            return subprocess.CompletedProcess(list(argv), 0, text("nvidia-smi-q/h100-80gb-hbm3.txt"), "")
         if argv[0].endswith("nvidia-smi"):
             return subprocess.CompletedProcess(list(argv), 0, text("nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv"),
                                                "")
@@ -310,8 +312,10 @@ def test_run_commands_runs_what_exists_and_skips_the_rest(tmp_path: Path) -> Non
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(text("proc-meminfo/16gb-server-openfalcon.txt"), "utf-8")
     outputs, skipped = run_commands(runner, which, meminfo)
-    assert [a[0] for a in ran] == ["/opt/bin/nvidia-smi", "/opt/bin/lscpu"]  # absolute path, no shell
-    assert [o.name for o in outputs] == ["nvidia-smi-query-gpu", "proc-meminfo"]
+    # absolute path, no shell; nvidia-smi twice: the CSV query, then -q (the driver's reserve, MIG mode)
+    assert ran == [("/opt/bin/nvidia-smi", *COMMANDS["nvidia-smi-query-gpu"][1:]), ("/opt/bin/nvidia-smi", "-q"),
+                   ("/opt/bin/lscpu",)]
+    assert [o.name for o in outputs] == ["nvidia-smi-query-gpu", "nvidia-smi-q", "proc-meminfo"]
     assert any(s.startswith("lscpu: exit 9") for s in skipped) and "rocm-smi: not installed" in skipped
     det = detect(outputs, skipped)
     assert [(d.id, d.memory_bytes) for d in det.devices] == [("detected-h100-sxm", 81559 * MiB),

@@ -6,7 +6,10 @@ to catalog devices with the catalog's own ``find`` (ids, names, aliases):
 
 - a GPU whose driver name is a catalog name or alias ('NVIDIA H100 80GB HBM3' -> h100-sxm) takes the catalog's
   bandwidth, FLOP/s and TDP (with their catalog sources) and the driver-reported memory (``memory_usable``: the
-  catalog's own convention, MEMORY_CONVENTION);
+  catalog's own convention, MEMORY_CONVENTION), with CUDA's total (``memory_cuda``, DETECTED_CUDA_RULE): memory.total
+  less the driver's Reserved where the output prints it, else the matched card's;
+- a GPU in MIG mode is each MIG device ``nvidia-smi -q`` lists, a device of its own memory and count 1 (MIG_RULE);
+  one whose MIG devices are not listed (the CSV query) is refused in one line;
 - a CPU (``lscpu`` model name, cleaned of (R), CPU, @ GHz) found in the catalog takes its bandwidth and FLOP/s, per
   socket in the catalog; its FLOP/s and TDP times lscpu's Socket(s): the machine is one device, as its cores
   (Socket(s) x Core(s) per socket) and its memory, ``/proc/meminfo`` MemTotal, are. Its memory bandwidth is the
@@ -56,8 +59,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "system_profiler-SPHardwareDataType": ("system_profiler", "SPHardwareDataType"),
     "system_profiler-SPDisplaysDataType": ("system_profiler", "SPDisplaysDataType"),
 }
-# nvidia-smi -q is read from a folder only; live, the CSV query gives the same name and memory
-_LIVE = ("nvidia-smi-query-gpu", "rocm-smi-json", "lscpu", "proc-meminfo", "sysctl-macos",
+# live, both nvidia-smi outputs are read: the CSV query gives each GPU's name and memory (the short field list every
+# driver knows), -q the driver's reserve and MIG mode with its MIG devices (``_with_q``), which the short query lacks
+_LIVE = ("nvidia-smi-query-gpu", "nvidia-smi-q", "rocm-smi-json", "lscpu", "proc-meminfo", "sysctl-macos",
          "system_profiler-SPHardwareDataType", "system_profiler-SPDisplaysDataType")
 _MACOS = ("sysctl-macos", "system_profiler-SPHardwareDataType", "system_profiler-SPDisplaysDataType")
 TIMEOUT_S = 10.0
@@ -471,7 +475,8 @@ def _all_sockets(entry: dict[str, Any], sockets: int, catalog_id: str, numa: str
 
 # The Device fields `hardware detect` does not take from the catalog card it matched: who the entry is (its own id and
 # name), what the machine's outputs measure (memory; a CPU's cores, from lscpu) or the user owns (prices), and the
-# parser's bookkeeping. Every other field is copied, so the detected copy times exactly as the card (probe18 D1b: a
+# parser's bookkeeping. memory_cuda is decided with the memory (detected_cuda_memory: the driver's Reserved, else the
+# card's figure when the card's memory.total is the one detected). Every other field is copied, so the detected copy times exactly as the card (probe18 D1b: a
 # detected H100 that lost sm_count skipped llama.cpp's SM stream cap and decoded 34 % faster than the catalog H100;
 # tests/catalog/test_detect_timing.py compares fit on both ids for every engine).
 NOT_FROM_CATALOG = frozenset({"id", "name", "kind", "aliases", "memory", "memory_usable", "memory_cuda", "launch_price",
@@ -506,6 +511,48 @@ def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu:
     for name, why in dev.missing.items():
         if name in ("memory_bandwidth",) and name not in entry:
             entry[name] = {"value": None, "note": f"catalog {dev.id}: {why}"}
+
+
+# A GPU in MIG mode is several devices: each MIG device (a GPU instance's compute instance) has its own memory and SMs,
+# and a CUDA process enumerates one of them, whatever the number of MIG devices created or made visible (NVIDIA MIG
+# User Guide, "MIG Device Names / Device Enumeration", docs.nvidia.com/datacenter/tesla/mig-user-guide/
+# mig-device-names.html; CUPTI "Special Configurations / Multi-Instance GPU": every compute instance acts as a CUDA
+# device). So `hardware detect` writes each MIG device nvidia-smi -q lists as a device of count 1 (no tensor parallel
+# across them), its memory the MIG device's 'Shared FB Memory Usage / Total', its SMs 'Multiprocessor count'; the
+# card's architecture and capability are copied, its whole-GPU figures (MIG_WHOLE_GPU) are not.
+MIG_RULE = ("a CUDA process enumerates one MIG device (NVIDIA MIG User Guide, Device Enumeration): each is a device "
+            "of its own memory, count 1")
+MIG_WHOLE_GPU = ("memory_bandwidth", "flops", "flops_sparse", "tdp", "sm_count", "fp32_cores", "interconnect",
+                 "interconnect_bandwidth", "peer_to_peer")
+
+# CUDA's total for a detected GPU (what vLLM's and SGLang's pools are sized from, estimate/device.py cuda_memory):
+# the driver's own figure where its output prints it, memory.total less 'FB Memory Usage / Reserved' (nvidia-smi -q;
+# --query-gpu memory.reserved), the rule the catalog's memory_cuda rows follow; else, for a card matched to a catalog
+# row whose driver total (memory_usable) is the one detected, that row's memory_cuda (the same card as the catalog
+# sizes it: probe30 D1); else none, and an engine takes memory.total as CUDA's total (common.py cuda_total says so).
+DETECTED_CUDA_RULE = ("CUDA's total = memory.total less the driver's 'Reserved' where the output prints it, else the "
+                      "matched catalog card's memory_cuda when its memory.total is the one detected")
+
+
+def detected_cuda_memory(g: so.Gpu, o: Output, dev: Device | None, cat: HardwareCatalog, which: str
+                         ) -> tuple[dict[str, Any] | None, str]:
+    """The ``memory_cuda`` value of detected GPU ``g`` (DETECTED_CUDA_RULE) and the note saying where it came from;
+    (None, note) when neither the driver's reserve nor a matching catalog figure is known."""
+    if g.reserved_bytes is not None:
+        cuda = g.memory_bytes - g.reserved_bytes
+        return ({"value": cuda // so.MIB, "unit": "MiB", "source": o.source_key,
+                 "where": f"{g.name}: Total {g.memory_text}, Reserved {g.reserved_text} ({which})",
+                 "derived": f"{g.memory_text} - {g.reserved_text} reserved by the driver: CUDA's total"},
+                f"CUDA's total {format_bytes(cuda)}: memory.total less the driver's Reserved {g.reserved_text} "
+                f"({o.name})")
+    usable = dev.memory_usable if dev is not None else None
+    if dev is not None and dev.memory_cuda is not None and usable is not None and int(usable.base) == g.memory_bytes:
+        return (_catalog_value(dev.memory_cuda, cat),
+                f"CUDA's total {format_bytes(int(dev.memory_cuda.base))} from catalog {dev.id} (its memory.total "
+                f"{g.memory_text} is the one detected; {o.name} prints no Reserved)")
+    return None, (f"CUDA's total not known ({o.name} prints no Reserved"
+                  + (f", and catalog {dev.id} has none for {g.memory_text}" if dev is not None else "")
+                  + "): an engine takes memory.total as it")
 
 
 # Consumer GPU brands, read from the driver-reported name (nvidia-smi's name, rocm-smi's "Card Series"): NVIDIA's
@@ -556,10 +603,11 @@ class _Builder:
                                                dev.id if dev else None, str(entry.get("note", "")), candidates))
 
     def gpus(self, o: Output, gpus: list[so.Gpu], vendor: str) -> None:
-        groups: dict[tuple[str, int], list[so.Gpu]] = {}
-        for g in gpus:
-            groups.setdefault((g.name, g.memory_bytes), []).append(g)
-        for (name, mem), same in groups.items():
+        whole = [g for g in gpus if not g.mig_enabled]  # whole GPUs first (the target), then MIG devices
+        groups: dict[tuple[str, int, int | None], list[so.Gpu]] = {}
+        for g in whole:
+            groups.setdefault((g.name, g.memory_bytes, g.reserved_bytes), []).append(g)
+        for (name, mem, _), same in groups.items():
             g = same[0]
             dev = catalog_gpu(self.cat, name, mem)
             mem_val: dict[str, Any] = ({"value": mem // so.MIB, "unit": "MiB"} if g.memory_text.endswith("MiB")
@@ -568,6 +616,9 @@ class _Builder:
             mem_val.update(source=o.source_key, where=f"{name}: {g.memory_text} (GPU {idx})")
             entry: dict[str, Any] = {"id": f"detected-{dev.id if dev else _slug(name)}", "name": f"{name} (detected)",
                                      "kind": "gpu", "vendor": vendor, "memory_usable": mem_val, "owned": True}
+            cuda, cuda_note = detected_cuda_memory(g, o, dev, self.cat, f"GPU {idx}")
+            if cuda is not None:
+                entry["memory_cuda"] = cuda
             note = f"{len(same)} on this machine (GPU {idx})" + (f", driver {g.driver}" if g.driver else "")
             if dev is not None:
                 _from_catalog(entry, dev, self.cat)
@@ -578,8 +629,59 @@ class _Builder:
                 if form is not None:  # the default engine reads it (llama.cpp on one consumer card)
                     entry["form_factor"] = form
                     note += f"; form factor {form} from the consumer brand in its name (detect.CONSUMER_GPU_BRANDS)"
-            entry["note"] = note
+            entry["note"] = note + f"; {cuda_note}"
             self.add(entry, name, len(same), mem, o.source_key, dev)
+        for g in gpus:
+            if g.mig_enabled:
+                self.mig(o, g, vendor)
+
+    def mig(self, o: Output, g: so.Gpu, vendor: str) -> None:
+        """A GPU in MIG mode: each MIG device it lists is a device of its own (``MIG_RULE``), count 1, largest
+        first; none listed (the CSV query never lists them): refused in one line, so no answer sizes the whole GPU."""
+        dev = catalog_gpu(self.cat, g.name, g.memory_bytes)
+        if not g.mig:
+            raise InputError(
+                f"hardware detect: GPU {g.index} ({g.name}) is in MIG mode (MIG mode current: Enabled, in "
+                f"{o.origin}): a "
+                "process gets one MIG device, not the whole GPU, and this output does not list them; add the output "
+                "of `nvidia-smi -q` (its MIG Device sections), or size one MIG device with --device gpu --memory "
+                "(its memory, `nvidia-smi -L` names it: 3g.40gb)")
+        base = dev.id if dev else _slug(g.name)
+        listed = sorted(g.mig, key=lambda m: (-m.memory_bytes, m.index))
+        for m in listed:
+            entry: dict[str, Any] = {
+                "id": f"detected-{base}-mig{m.index}", "name": f"{g.name} MIG device {m.index} (detected)",
+                "kind": "gpu", "vendor": vendor, "owned": True,
+                "memory_usable": {"value": m.memory_bytes // so.MIB, "unit": "MiB", "source": o.source_key,
+                                  "where": f"GPU {g.index} MIG Device {m.index} (GPU instance {m.gpu_instance}): "
+                                           f"Shared FB Memory Usage Total {m.memory_text}"}}
+            cuda = m.memory_bytes - (m.reserved_bytes or 0)
+            if m.reserved_bytes is not None:
+                entry["memory_cuda"] = {"value": cuda // so.MIB, "unit": "MiB", "source": o.source_key,
+                                        "where": f"GPU {g.index} MIG Device {m.index}: Shared FB Memory Usage Total "
+                                                 f"{m.memory_text}, Reserved {m.reserved_text}",
+                                        "derived": "Total less Reserved: CUDA's total (DETECTED_CUDA_RULE)"}
+            if dev is not None:  # the card's architecture and capability (engine rules read them), not its size
+                _from_catalog(entry, dev, self.cat)
+                for k in MIG_WHOLE_GPU:
+                    entry.pop(k, None)
+            why = (f"a MIG device of {dev.id if dev else g.name!r} ({MIG_RULE}): its share of the GPU's {{}} is not "
+                   "in the catalog; not guessed (add it to this file)")
+            entry["memory_bandwidth"] = {"value": None, "note": why.format("memory bandwidth")}
+            entry["flops"] = {"bf16": {"value": None, "note": why.format("peak FLOP/s")}}
+            if m.sm_count is not None:
+                entry["sm_count"] = {"value": m.sm_count, "unit": "SMs", "source": o.source_key,
+                                     "where": f"GPU {g.index} MIG Device {m.index}: Multiprocessor count {m.sm_count}"}
+            entry["note"] = (f"MIG device {m.index} of GPU {g.index} (GPU instance {m.gpu_instance}"
+                             + (f", {m.sm_count} SMs" if m.sm_count is not None else "") + f"), {m.memory_text}"
+                             + (f", driver {g.driver}" if g.driver else "")
+                             + "; a process gets one MIG device (see the warning)")
+            self.add(entry, entry["name"].removesuffix(" (detected)"), 1, m.memory_bytes, o.source_key, dev)
+        sizes = ", ".join(f"{m.index}: {format_bytes(m.memory_bytes)}" for m in listed)
+        self.det.warnings.append(
+            f"GPU {g.index} ({g.name}) is in MIG mode: described as its {len(listed)} MIG device(s) ({sizes}), not as "
+            f"the whole {format_bytes(g.memory_bytes)} GPU; {MIG_RULE}; their bandwidth and FLOP/s are not in the "
+            "catalog (no speed)")
 
     def cpu(self, lscpu: Output | None, meminfo: Output | None) -> None:
         cpu = so.parse_lscpu(lscpu.text, lscpu.what) if lscpu else None
@@ -724,9 +826,13 @@ def detect(outputs: list[Output], skipped: list[str] | None = None,
     one_machine(by)
     det = Detection(document={}, outputs=list(outputs), skipped=list(skipped or []))
     b = _Builder(catalog or builtin_catalog(), det, numa)
-    if "nvidia-smi-query-gpu" in by:  # the CSV query is preferred over -q
+    if "nvidia-smi-query-gpu" in by:  # the CSV query is preferred over -q, which adds what the CSV lacks
         o = by["nvidia-smi-query-gpu"]
-        b.gpus(o, so.parse_nvidia_smi_csv(o.text, o.what), "NVIDIA")
+        gpus = so.parse_nvidia_smi_csv(o.text, o.what)
+        if "nvidia-smi-q" in by:
+            q = by["nvidia-smi-q"]
+            gpus = _with_q(gpus, so.parse_nvidia_smi_q(q.text, q.what))
+        b.gpus(o, gpus, "NVIDIA")
     elif "nvidia-smi-q" in by:
         o = by["nvidia-smi-q"]
         b.gpus(o, so.parse_nvidia_smi_q(o.text, o.what), "NVIDIA")
@@ -752,6 +858,24 @@ def detect(outputs: list[Output], skipped: list[str] | None = None,
                             "cite the command they came from, catalog values keep their catalog source",
                     "sources": sources, "devices": devices}
     return det
+
+
+def _with_q(csv_gpus: list[so.Gpu], q_gpus: list[so.Gpu]) -> list[so.Gpu]:
+    """The CSV query's GPUs with what ``nvidia-smi -q`` prints of the same GPU (same bus id, else same index) and the
+    CSV's field list left out: the driver's reserve, the MIG mode and the MIG devices."""
+    out = []
+    for g in csv_gpus:
+        q = next((x for x in q_gpus if g.bus_id and x.bus_id == g.bus_id), None)
+        if q is None and not g.bus_id:
+            q = next((x for x in q_gpus if x.index == g.index), None)
+        if q is None:
+            out.append(g)
+            continue
+        out.append(dataclasses.replace(
+            g, reserved_bytes=g.reserved_bytes if g.reserved_bytes is not None else q.reserved_bytes,
+            reserved_text=g.reserved_text or q.reserved_text, mig_mode=g.mig_mode or q.mig_mode,
+            mig=g.mig or q.mig))
+    return out
 
 
 def one_machine(by: dict[str, Output]) -> None:

@@ -71,7 +71,8 @@ def register(sub: Any) -> None:
                                    "--hardware-file: GPUs from nvidia-smi/rocm-smi (driver-reported memory), the CPU "
                                    "from lscpu and RAM from /proc/meminfo, an Apple chip from system_profiler/sysctl. "
                                    "Devices found in the catalog keep its bandwidth and FLOP/s; others get the "
-                                   "detected memory and null bandwidth/FLOP/s (never guessed). Only the fixed, "
+                                   "detected memory and null bandwidth/FLOP/s (never guessed). A GPU in MIG mode "
+                                   "is its MIG devices (nvidia-smi -q), one per process. Only the fixed, "
                                    "read-only commands below are run, each if installed, without a shell.",
                        epilog=DETECT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     dp.add_argument("--from", dest="from_dir", metavar="DIR",

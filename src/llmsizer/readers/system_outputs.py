@@ -6,7 +6,10 @@ Outputs read (tests: real recorded outputs in ``tests/fixtures/real_outputs/``):
 
 - ``nvidia-smi --query-gpu=index,name,memory.total,driver_version,pci.bus_id --format=csv``: one row per GPU;
   columns are found by header name, so any field list holding ``name`` and ``memory.total`` is read;
-- ``nvidia-smi -q``: ``Product Name`` and ``FB Memory Usage / Total`` per GPU;
+- ``nvidia-smi -q``: ``Product Name``, ``FB Memory Usage / Total`` and ``Reserved`` (what the driver keeps for
+  itself: CUDA's total is Total less it) per GPU, its ``MIG Mode / Current`` and, in MIG mode, each ``MIG Device``
+  (its index, GPU instance, multiprocessor count and ``Shared FB Memory Usage / Total``, ``Reserved``); the CSV query's
+  ``memory.reserved`` and ``mig.mode.current`` columns where the field list holds them;
 - ``rocm-smi --showproductname --showmeminfo vram --json``: ``Card Series`` (else ``Device Name``) and
   ``VRAM Total Memory (B)`` per card;
 - ``lscpu`` (English labels, ``LC_ALL=C``): model name, sockets, cores per socket, threads per core, CPUs;
@@ -45,6 +48,32 @@ class Gpu:
     index: int
     driver: str = ""
     bus_id: str = ""
+    # what the driver reserves for itself (nvidia-smi 'FB Memory Usage / Reserved', --query-gpu memory.reserved);
+    # None: not printed. CUDA's total (cudaMemGetInfo) is memory_bytes less it
+    reserved_bytes: int | None = None
+    reserved_text: str = ""
+    # MIG mode as printed ('Enabled', 'Disabled'; '' not printed, '[N/A]' on a GPU without MIG) and, enabled, the MIG
+    # devices -q lists (none: the output does not list them, the CSV query never does)
+    mig_mode: str = ""
+    mig: tuple[MigDevice, ...] = ()
+
+    @property
+    def mig_enabled(self) -> bool:
+        return self.mig_mode == "Enabled"
+
+
+@dataclass(frozen=True)
+class MigDevice:
+    """One MIG device of a GPU in MIG mode (``nvidia-smi -q`` 'MIG Device'): a GPU instance's compute instance, which
+    a CUDA process sees as one device of its own memory."""
+
+    index: int
+    gpu_instance: int | None
+    sm_count: int | None  # 'Multiprocessor count'
+    memory_bytes: int  # 'Shared FB Memory Usage / Total' (the GPU instance's memory, shared by its compute instances)
+    memory_text: str
+    reserved_bytes: int | None = None
+    reserved_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,9 +152,13 @@ def parse_nvidia_smi_csv(text: str, what: str = "nvidia-smi --query-gpu output")
             raise _fail(what, f"line {n} has {len(row)} fields, the header {len(header)}")
         cell = {h: row[i].strip() for h, i in col.items()}
         idx = cell.get("index", "")
+        reserved = cell.get("memory.reserved", "")
+        reserved_ok = re.fullmatch(r"[0-9]{1,18}\s*MiB", reserved) is not None  # '[N/A]' on a driver without it
         out.append(Gpu(name=cell["name"], memory_bytes=_mib(cell["memory.total"], f"{what} line {n}"),
                        memory_text=cell["memory.total"], index=int(idx) if _whole(idx) else n - 2,
-                       driver=cell.get("driver_version", ""), bus_id=cell.get("pci.bus_id", "")))
+                       driver=cell.get("driver_version", ""), bus_id=cell.get("pci.bus_id", ""),
+                       reserved_bytes=_mib(reserved, f"{what} line {n}") if reserved_ok else None,
+                       reserved_text=reserved if reserved_ok else "", mig_mode=cell.get("mig.mode.current", "")))
     if not out:
         raise _fail(what, "a header but no GPU rows")
     return out
@@ -147,13 +180,45 @@ def parse_nvidia_smi_q(text: str, what: str = "nvidia-smi -q output") -> list[Gp
     out = []
     for i, s in enumerate(starts):
         block = text[s.end(): starts[i + 1].start() if i + 1 < len(starts) else len(text)]
-        name = re.search(r"^\s+Product Name\s*:\s*(.+?)\s*$", block, re.M)
-        fb = re.search(r"^\s+FB Memory Usage\s*\n\s+Total\s*:\s*(.+?)\s*$", block, re.M)
+        name = re.search(r"^(\s+)Product Name\s*:\s*(.+?)\s*$", block, re.M)
+        # the GPU's own fields sit at Product Name's indentation; a MIG device's memory block is deeper
+        ind = name.group(1).strip("\n") if name else r"\s+"
+        fb = re.search(rf"^{ind}FB Memory Usage\s*\n\s+Total\s*:\s*(.+?)\s*$(?:\n\s+Reserved\s*:\s*(.+?)\s*$)?",
+                       block, re.M)
         if not name or not fb:
             raise _fail(what, f"GPU {s.group(1)}: no {'Product Name' if not name else 'FB Memory Usage / Total'}")
-        out.append(Gpu(name=name.group(1), memory_bytes=_mib(fb.group(1), f"{what} GPU {s.group(1)}"),
-                       memory_text=fb.group(1), index=i, driver=driver, bus_id=s.group(1)))
+        where = f"{what} GPU {s.group(1)}"
+        mode = re.search(rf"^{ind}MIG Mode\s*\n\s+Current\s*:\s*(.+?)\s*$", block, re.M)
+        reserved = fb.group(2) or ""
+        out.append(Gpu(name=name.group(2), memory_bytes=_mib(fb.group(1), where),
+                       memory_text=fb.group(1), index=i, driver=driver, bus_id=s.group(1),
+                       reserved_bytes=_mib(reserved, where) if reserved else None, reserved_text=reserved,
+                       mig_mode=mode.group(1) if mode else "", mig=_mig_devices(block, ind, where)))
     return out
+
+
+def _mig_devices(block: str, ind: str, what: str) -> tuple[MigDevice, ...]:
+    """The ``MIG Device`` sections of one GPU's ``nvidia-smi -q`` block (``ind``: the GPU's field indentation), each
+    to the next GPU-level line: its Index, GPU Instance ID, Multiprocessor count and (Shared) FB Memory Usage."""
+    heads = list(re.finditer(rf"^{ind}MIG Device\s*$", block, re.M))
+    out: list[MigDevice] = []
+    for h in heads:
+        end = re.compile(rf"^{ind}\S", re.M).search(block, h.end())
+        sec = block[h.end(): end.start() if end else len(block)]
+        idx = re.search(r"^\s+Index\s*:\s*([0-9]{1,9})\s*$", sec, re.M)
+        gi = re.search(r"^\s+GPU Instance ID\s*:\s*([0-9]{1,9})\s*$", sec, re.M)
+        sms = re.search(r"^\s+Multiprocessor count\s*:\s*([0-9]{1,9})\s*$", sec, re.M)
+        fb = re.search(r"^\s+(?:Shared )?FB Memory Usage\s*\n\s+Total\s*:\s*(.+?)\s*$"
+                       r"(?:\n\s+Reserved\s*:\s*(.+?)\s*$)?", sec, re.M)
+        if not idx or not fb:
+            raise _fail(what, f"MIG Device {len(out)}: no {'Index' if not idx else 'FB Memory Usage / Total'}")
+        mig_what = f"{what} MIG device {idx.group(1)}"
+        reserved = fb.group(2) or ""
+        out.append(MigDevice(index=int(idx.group(1)), gpu_instance=int(gi.group(1)) if gi else None,
+                             sm_count=int(sms.group(1)) if sms else None, memory_bytes=_mib(fb.group(1), mig_what),
+                             memory_text=fb.group(1), reserved_bytes=_mib(reserved, mig_what) if reserved else None,
+                             reserved_text=reserved))
+    return tuple(out)
 
 
 def parse_rocm_smi_json(text: str, what: str = "rocm-smi --json output") -> list[Gpu]:
@@ -311,6 +376,6 @@ def _block(lines: list[str], i: int) -> list[str]:
     return out
 
 
-__all__ = ["AppleGpu", "AppleMachine", "Cpu", "Gpu", "meminfo_field", "meminfo_huge_pages", "parse_lscpu",
+__all__ = ["AppleGpu", "AppleMachine", "Cpu", "Gpu", "MigDevice", "meminfo_field", "meminfo_huge_pages", "parse_lscpu",
            "parse_meminfo", "parse_nvidia_smi_csv", "parse_nvidia_smi_q", "parse_rocm_smi_json", "parse_sysctl", "parse_system_profiler_displays",
            "parse_system_profiler_hardware"]

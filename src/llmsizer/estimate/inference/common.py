@@ -36,7 +36,7 @@ class Acc(Notes):
 
 
 # The driver's reserve one published nvidia-smi -q shows (H100 80GB HBM3, driver 590.48.01: FB Memory Usage Total
-# 81559 MiB, Reserved 479 MiB; shared/fixtures/real_outputs/nvidia-smi-q/h100-80gb-hbm3.txt), named where a device
+# 81559 MiB, Reserved 479 MiB; tests/fixtures/real_outputs/nvidia-smi-q/h100-80gb-hbm3.txt), named where a device
 # has no sourced CUDA total: what its memory is then taken too large by, at most of this order (L40S 609 MiB, RTX 4080
 # SUPER 434 MiB, the same captures; H200 615 MiB, validation/measured/gpu-h200-2026-12-04.jsonl)
 CUDA_RESERVE_EXAMPLE = "479 MiB on an H100 80GB HBM3 with driver 590.48.01, 609 MiB on an L40S with 595.80"
@@ -52,7 +52,8 @@ def cuda_total(acc: Acc, w: InferenceWorkload, reader: str) -> int:
             "cuda_total_memory", format_bytes(w.cuda_memory), True,
             f"{reader} reads CUDA's total (torch.cuda.mem_get_info), {format_bytes(memory - w.cuda_memory)} below "
             f"the device's {format_bytes(memory)}: what the driver reserves for itself (nvidia-smi -q 'FB Memory "
-            "Usage / Reserved'); the device's memory_cuda in the catalog, with its source (hardware show)"))
+            "Usage / Reserved'); the device's memory_cuda, with its source (hardware show: a catalog row's figure, "
+            "or Total less the Reserved line `hardware detect` read)"))
         return int(w.cuda_memory)
     acc.assumptions.append(Assumption(
         "cuda_total_memory", format_bytes(memory), True,
