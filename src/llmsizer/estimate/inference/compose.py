@@ -532,9 +532,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
             acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kv_share = 1.0
     if stage is not None:
-        from .pipeline import kv_stage_share, stage_layers, stage_weights
+        from .pipeline import kv_stage_share, stage_weights
         wb = stage_weights(spec, wb, w, stage, act_bytes)
-        kv_share = kv_stage_share(spec, stage_layers(spec, w)[stage])
+        kv_share = kv_stage_share(spec, w, stage)
     kvd = _kv_dtype(w, profile, dtype, acc, spec)
     window = engine_window(spec, str(w.engine))
     refusal = _window_notes(spec, w, window, acc)

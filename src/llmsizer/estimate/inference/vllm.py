@@ -438,7 +438,10 @@ def _reported_pool(ctx: Context, kvc: KVCache, pool: int, block: int, slide_bloc
         older, smallest = int(blocks * block), block
     else:
         per_layer = max(kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding)
-        page, g = int(block * per_layer * share), vllm_group_size(counts)
+        # one layer's page on this device; a pipeline stage's block is g_s of them (formulas/kv_groups.py eq. 8:
+        # kv_stage_share = g_s / g), its whole-model group size g otherwise
+        dev = kv_fraction_per_device(ctx.spec, ctx.w.tensor_parallel, mla_latent=True)
+        page, g = int(block * per_layer * dev), round(vllm_group_size(counts) * ctx.kv_stage_share)
         sizes = ([block] if counts["full"] else []) + ([slide_block] if counts["sliding"] else []) \
             + ([ctx.w.context] if counts["recurrent"] else [])
         blocks = vllm_num_blocks(pool, page, g)
