@@ -443,7 +443,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
     if w.pipeline_parallel > 1:  # each stage composed by itself; the binding one answers (pipeline.py eq. PP2)
         from .pipeline import pipeline_refusal, worst_stage
-        refuse_pipeline_engine(str(w.engine), w.device)
+        refuse_pipeline_engine(str(w.engine), w.device, w.gpu_runtime)
         pipeline_refusal(spec, w)
         return worst_stage(spec, w, lambda stage: _finish(spec, _compose(spec, w, None, stage)))
     key = _sized_key(spec, w)
