@@ -82,3 +82,48 @@ def test_stage_pool_and_request_bytes(pp: int) -> None:
     assert staged["kv_bytes_per_sequence"] == pytest.approx(whole["kv_bytes_per_sequence"] * g_s / 10, abs=1)
     # the admitted sequences: the smallest stage's (every stage cut to the fewest blocks, lines 1599-1612)
     assert staged["max_concurrency_at_context"] == min(s["admitted_sequences"] for s in staged["pipeline_stages"])
+
+
+# Jamba-1.5-Mini (config.json: 32 layers, attn_layer_period 8, attn_layer_offset 4: layers 4, 12, 20, 28 attention,
+# the other 28 Mamba; 8 KV heads of 4096 / 32 = 128): vLLM groups 4 attention + 28 recurrent cache layers in groups
+# of 4 (eq. 1); its hybrid page is the attention block x 2 x 8 / TP heads x 128 x 2 B (the state page padded to it)
+JAMBA_ATTN = [i % 8 == 4 for i in range(32)]
+
+
+def _entries_stage_group_size(attn: list[bool], rank: int, pp: int) -> int:
+    same: dict[str, list[int]] = defaultdict(list)
+    for i, a in enumerate(attn):
+        same["full" if a else "recurrent"].append(i)
+    lo, hi = min(len(v) for v in same.values()), max(len(v) for v in same.values())
+    size = hi if hi < lo * 1.5 else lo
+    groups = []
+    for layers in same.values():
+        n = -(-len(layers) // size)
+        groups += [layers[i::n] for i in range(n)]
+    a, b = get_pp_indices(len(attn), rank, pp)
+    return max(len([x for x in g if a <= x < b]) for g in groups)
+
+
+@pytest.mark.parametrize("pp", [2, 3, 4])
+def test_recurrent_hybrid_stage_group_size_is_vllms(pp: int) -> None:
+    spec = load_model("jamba-1.5-mini")
+    assert [k != "none" for k in spec.kv_cache_layer_types] == JAMBA_ATTN
+    assert list(spec.recurrent_layers) == [not a for a in JAMBA_ATTN]
+    for rank in range(pp):
+        a, b = get_pp_indices(32, rank, pp)
+        assert vllm_stage_group_size(spec.kv_cache_layer_types, range(a, b), spec.recurrent_layers) \
+            == _entries_stage_group_size(JAMBA_ATTN, rank, pp)
+
+
+@pytest.mark.parametrize("pp", [2, 4])
+def test_recurrent_hybrid_stage_pool(pp: int) -> None:
+    spec = load_model("jamba-1.5-mini")
+    kw = {"engine": "vllm", "device": "h100", "context": 8192, "tensor_parallel": 2}
+    whole = estimate_inference(spec, **kw).details
+    staged = estimate_inference(spec, pipeline_parallel=pp, **kw).details
+    k = staged["pipeline_binding_stage"]
+    g_s = _entries_stage_group_size(JAMBA_ATTN, k, pp)
+    page = staged["hybrid_block_size"] * 2 * (8 // 2) * 128 * 2
+    assert staged["kv_blocks"] == staged["kv_pool_bytes"] // (page * g_s)
+    # K/V and state pages of a request on the stage: the whole model's x g_s / g (g = 4), within rounding
+    assert staged["kv_bytes_per_sequence"] == pytest.approx(whole["kv_bytes_per_sequence"] * g_s / 4, abs=4)

@@ -134,7 +134,6 @@ def test_refusals(kw, words):
 @pytest.mark.parametrize("model, engine, words", [
     ("gemma-3-27b-it", "sglang", "model_runner.py lines 1571-1579"),  # SGLang: sliding/full pools of every layer
     ("qwen3-next-80b-a3b-thinking", "sglang", "TODO support pp"),
-    ("jamba-1.5-mini", "vllm", "not modelled for"),  # vLLM splits it; state pages per stage not sized here
     ("t0_3b", "vllm", "SupportsPP"),  # encoder-decoder
 ])
 def test_mixed_cache_kinds_refused(model, engine, words):

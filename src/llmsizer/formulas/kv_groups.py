@@ -157,21 +157,27 @@ def vllm_unified_block(page_bytes: int, max_page_bytes: int, block: int) -> tupl
     return block, True
 
 
-def vllm_stage_group_size(layer_kinds: Sequence[str], layers: range) -> int:
+def vllm_stage_group_size(layer_kinds: Sequence[str], layers: range, recurrent: Sequence[bool] = ()) -> int:
     """Eq. (8): g_s, the pages of one block on a pipeline stage holding ``layers``, for a model whose layer i has cache
-    kind ``layer_kinds[i]`` ("none": no cache of its own): the most layers of one of vLLM's whole-model groups (eqs.
-    1-2, kind t's layers dealt round-robin over its groups) that the stage holds.
+    kind ``layer_kinds[i]`` ("none": no K/V of its own) and, where ``recurrent[i]``, a recurrent state (a "recurrent"
+    cache layer of its own, vLLM's Mamba spec): the most cache layers of one of vLLM's whole-model groups (eqs. 1-2,
+    kind t's layers dealt round-robin over its groups) that the stage holds.
 
     >>> kinds = ["sliding"] * 5 + ["full"] + ["sliding"] * 5 + ["full"]  # 10 sliding + 2 full: g = 2, 5 + 1 groups
     >>> vllm_stage_group_size(kinds, range(0, 6)), vllm_stage_group_size(kinds, range(6, 12))
     (1, 1)
     >>> vllm_stage_group_size(["sliding", "full"] * 4, range(0, 4))  # 4 + 4: one group of each, 2 of 4 on the stage
     2
+    >>> # 2 attention + 6 recurrent: g = 2, state groups (1, 5), (2, 6), (3, 7): one of each on layers 0-3
+    >>> vllm_stage_group_size(["full", "none", "none", "none"] * 2, range(0, 4), [False, True, True, True] * 2)
+    1
     """
     by_kind: dict[str, list[int]] = {}
     for i, kind in enumerate(layer_kinds):
         if kind != "none":
             by_kind.setdefault(kind, []).append(i)
+        if i < len(recurrent) and recurrent[i]:
+            by_kind.setdefault("recurrent", []).append(i)
     g = vllm_group_size({k: len(v) for k, v in by_kind.items()})
     best = 0
     for own in by_kind.values():

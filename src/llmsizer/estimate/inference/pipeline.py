@@ -7,8 +7,8 @@ Every stage is its engine's composition over its own weights and KV cache (compo
 - weights: eq. PP1 (``serving_stage_weight_bytes``): its layers' bytes per device, the embedding on the first stage,
   the final norm and lm_head on the last;
 - KV cache per token: its layers' share of the model's (``kv_stage_share``: the layers holding a cache of their own;
-  with sliding and full layers, vLLM's KV cache groups projected on the stage, formulas/kv_groups.py eq. 8; what the
-  engines refuse, and recurrent hybrids, are refused in one line, ``pipeline_refusal``);
+  with several cache kinds (sliding and full attention, recurrent state pages), vLLM's KV cache groups projected on
+  the stage, formulas/kv_groups.py eq. 8; what the engines refuse is refused in one line, ``pipeline_refusal``);
 - the pool: each stage's worker profiles its own memory (vLLM 0.19.1 ``v1/core/kv_cache_utils.py``
   ``get_kv_cache_configs`` lines 1508-1535: one config per worker) and the engine takes the smallest block count
   of all workers for every one (lines 1599-1612, "Change the num_blocks of each rank to the smallest among all
@@ -65,10 +65,6 @@ def pipeline_refusal(spec: ModelSpec, w: InferenceWorkload) -> None:
         raise FieldError("pipeline_parallel", f"SGLang does not split {spec.name}'s mix of cache kinds (sliding/full "
                          f"attention or recurrent layers) over pipeline stages ({SGLANG_NO_MIXED_PP}); use "
                          "--engine vllm or tensor parallelism alone")
-    if spec.recurrent_layer_count:
-        raise FieldError("pipeline_parallel", f"pipeline_parallel is not modelled for {spec.name}'s recurrent layers "
-                         "(vLLM splits them, kv_cache_utils.py get_kv_cache_configs, but each stage's state pages "
-                         "are not sized here); use tensor parallelism alone")
 
 
 def stage_layers(spec: ModelSpec, w: InferenceWorkload) -> tuple[range, ...]:
@@ -77,16 +73,21 @@ def stage_layers(spec: ModelSpec, w: InferenceWorkload) -> tuple[range, ...]:
 
 
 def kv_stage_share(spec: ModelSpec, w: InferenceWorkload, stage: int) -> float:
-    """The share of the model's per-token KV cache (and of its pool's bytes per block) pipeline stage ``stage`` keeps:
-    its cache layers / all for layers of one kind; for vLLM's KV cache groups of several kinds (sliding and full
-    attention) g_s / g, formulas/kv_groups.py eq. (8): a block on the stage is its largest projected group's pages."""
-    kinds = spec.kv_cache_layer_types
+    """The share of the model's per-sequence cache (K/V and recurrent state pages, and of its pool's bytes per block)
+    pipeline stage ``stage`` keeps: its cache layers / all for layers of one kind; for vLLM's KV cache groups of
+    several kinds (sliding and full attention, attention and recurrent layers) g_s / g, formulas/kv_groups.py eq. (8):
+    a block on the stage is its largest projected group's pages."""
+    kinds, rec = spec.kv_cache_layer_types, spec.recurrent_layers if spec.recurrent_layer_count else ()
     layers = stage_layers(spec, w)[stage]
-    if len({k for k in kinds if k != "none"}) > 1:
-        g = vllm_group_size({k: kinds.count(k) for k in set(kinds) if k != "none"})
-        return vllm_stage_group_size(kinds, layers) / g if g else 1.0
-    total = sum(k != "none" for k in kinds)
-    return sum(kinds[i] != "none" for i in layers) / total if total else 1.0
+    counts: dict[str, int] = {k: kinds.count(k) for k in set(kinds) if k != "none"}
+    if rec:
+        counts["recurrent"] = sum(rec)
+    if len(counts) > 1:
+        g = vllm_group_size(counts)
+        return vllm_stage_group_size(kinds, layers, rec) / g if g else 1.0
+    own = [k != "none" or (i < len(rec) and rec[i]) for i, k in enumerate(kinds)]
+    total = sum(own)
+    return sum(own[i] for i in layers) / total if total else 1.0
 
 
 def stage_weights(spec: ModelSpec, wb: WeightBytes, w: InferenceWorkload, stage: int,
