@@ -67,7 +67,9 @@ def test_fit_pp_without_tp_chooses_each_stage_s_degree():
     (("infer", "llama-3.1-8b", "--pp", "0"), "--pp"),
     (("infer", "llama-3.1-8b", "--pp", "two"), "--pp"),
     (("infer", "llama-3.1-8b", "--engine", "vllm", "--pp", "33"), "exceeds the model's 32 decoder layers"),
-    (("infer", "gemma-3-27b-it", "--engine", "vllm", "--pp", "2"), "one kind of KV cache"),
+    (("infer", "gemma-3-27b-it", "--engine", "sglang", "--pp", "2"), "SGLang does not split"),
+    (("infer", "jamba-1.5-mini", "--engine", "sglang", "--pp", "2"), "SGLang does not split"),
+    (("infer", "t0_3b", "--engine", "vllm", "--pp", "2"), "does not implement SupportsPP"),
     (("fit", "llama-3.1-8b", "--device", "h100", "--count", "3", "--pp", "2"), "--pp 2 does not divide the 3 devices"),
     (("fit", "llama-3.1-8b", "--device", "h100", "--count", "4", "--tp", "2", "--pp", "3"), "does not divide"),
 ])

@@ -131,9 +131,14 @@ def test_refusals(kw, words):
         estimate_inference(load_model("llama-3.1-8b"), **{"pipeline_parallel": 2, **kw})
 
 
-def test_mixed_cache_kinds_refused():
-    with pytest.raises(ValueError, match="one kind of KV cache"):
-        estimate_inference(load_model("gemma-3-27b-it"), engine="vllm", pipeline_parallel=2)
+@pytest.mark.parametrize("model, engine, words", [
+    ("gemma-3-27b-it", "sglang", "model_runner.py lines 1571-1579"),  # SGLang: sliding/full pools of every layer
+    ("qwen3-next-80b-a3b-thinking", "sglang", "TODO support pp"),
+    ("t0_3b", "vllm", "SupportsPP"),  # encoder-decoder
+])
+def test_mixed_cache_kinds_refused(model, engine, words):
+    with pytest.raises(ValueError, match=words):
+        estimate_inference(load_model(model), engine=engine, pipeline_parallel=2)
 
 
 def test_micro_batch_and_step():

@@ -20,6 +20,9 @@ from llmsizer.plan import make_plan
 from llmsizer.request import parse_request
 
 PER_LAYER = 16 * ((64 + 64) + (64 + 32) + (64 + 32) + (64 + 64) + (64 + 128) + (64 + 128) + (128 + 64))
+# one layer on one of 2 TP ranks (vLLM lora/layers: column q/k/v/gate/up keep A [16, in] whole, B [out / 2, 16];
+# row o/down A [16, in / 2], B [out, 16] whole): tests/plan/test_lora_slots_tensor_parallel.py derives it
+PER_LAYER_TP2 = 16 * ((64 + 32) + (64 + 16) + (64 + 16) + (32 + 64) + (64 + 64) + (64 + 64) + (64 + 64))
 SLOTS, COUNT = 3, 5
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
           "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
@@ -43,14 +46,14 @@ def _plan(tmp_path: Path, engine: str, tp: int, pp: int):  # type: ignore[no-unt
 @pytest.mark.parametrize(("engine", "tp", "pp", "layers"), [
     ("vllm", 1, 2, 2),    # [2, 1]: stage 0 binds (before: 3 layers / 2 devices = 1.5 layers' worth)
     ("sglang", 1, 2, 2),  # [1, 2]: stage 1 binds
-    ("vllm", 2, 2, 2),    # and / TP within the stage
-    ("vllm", 2, 1, 3),    # no pipeline: every layer, / TP (unchanged)
+    ("vllm", 2, 2, 2),    # and one TP rank's share within the stage (PER_LAYER_TP2)
+    ("vllm", 2, 1, 3),    # no pipeline: every layer, one TP rank's share
     ("vllm", 1, 3, 1),    # one layer a stage
 ])
 def test_slots_are_the_binding_stages(tmp_path: Path, engine: str, tp: int, pp: int, layers: int) -> None:
     job = _plan(tmp_path, engine, tp, pp)
     assert (job.hardware.tensor_parallel, job.hardware.pipeline_parallel) == (tp, pp)
-    per_slot = layers * PER_LAYER * 2 // tp
+    per_slot = layers * (PER_LAYER if tp == 1 else PER_LAYER_TP2) * 2
     assert job.section("memory").value("adapter_slots") == SLOTS * per_slot
     note = next(n for n in job.notes if n.startswith("Deploying"))
     assert f"at {per_slot / 1024:.2f} KiB of device memory per adapter slot" in note, note

@@ -48,11 +48,23 @@ unify by adjusting block_size"), and newer releases keep its block size and pad 
 (``AttentionSpec.indexes_kv_by_block_stride``), else raise:
 
     block_t = block x P_max / P_t   if P_max mod P_t = 0;   else block_t = block, page_t = P_max (padded)      (7)
+
+Pipeline parallelism (vLLM 0.19.1 vllm/v1/core/kv_cache_utils.py ``get_kv_cache_configs``, lines 1543-1560: the
+groups are made once from the merged specs of every stage, the whole model's, then projected on each stage's own
+layers, ``_project_kv_cache_groups_to_worker`` lines 1472-1505; ``_get_kv_cache_groups_uniform_page_size`` lines
+1030-1049 deals kind t's layers round-robin, group i of kind t holding layers_t[i::groups_t]). A stage's block is
+``g_s`` pages, its largest projected group (``get_kv_cache_config_from_groups`` lines 1129-1148), while a request
+still takes each global group's blocks, so a stage's blocks and each request's bytes on it are the whole model's
+(eqs. 3-4) times
+
+    g_s / g,   g_s = max over groups of |group  n  the stage's layers|                                      (8)
+
+and every stage is then cut to the smallest block count of all (lines 1599-1612).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 # eq. (1): the group size becomes the largest kind's count while it is under this multiple of the smallest
 # (vllm/v1/core/kv_cache_utils.py @001cabc1 _get_kv_cache_groups_uniform_page_size: ``max_num_layers <
@@ -143,3 +155,33 @@ def vllm_unified_block(page_bytes: int, max_page_bytes: int, block: int) -> tupl
     if max_page_bytes % page_bytes == 0:
         return block * (max_page_bytes // page_bytes), False
     return block, True
+
+
+def vllm_stage_group_size(layer_kinds: Sequence[str], layers: range, recurrent: Sequence[bool] = ()) -> int:
+    """Eq. (8): g_s, the pages of one block on a pipeline stage holding ``layers``, for a model whose layer i has cache
+    kind ``layer_kinds[i]`` ("none": no K/V of its own) and, where ``recurrent[i]``, a recurrent state (a "recurrent"
+    cache layer of its own, vLLM's Mamba spec): the most cache layers of one of vLLM's whole-model groups (eqs. 1-2,
+    kind t's layers dealt round-robin over its groups) that the stage holds.
+
+    >>> kinds = ["sliding"] * 5 + ["full"] + ["sliding"] * 5 + ["full"]  # 10 sliding + 2 full: g = 2, 5 + 1 groups
+    >>> vllm_stage_group_size(kinds, range(0, 6)), vllm_stage_group_size(kinds, range(6, 12))
+    (1, 1)
+    >>> vllm_stage_group_size(["sliding", "full"] * 4, range(0, 4))  # 4 + 4: one group of each, 2 of 4 on the stage
+    2
+    >>> # 2 attention + 6 recurrent: g = 2, state groups (1, 5), (2, 6), (3, 7): one of each on layers 0-3
+    >>> vllm_stage_group_size(["full", "none", "none", "none"] * 2, range(0, 4), [False, True, True, True] * 2)
+    1
+    """
+    by_kind: dict[str, list[int]] = {}
+    for i, kind in enumerate(layer_kinds):
+        if kind != "none":
+            by_kind.setdefault(kind, []).append(i)
+        if i < len(recurrent) and recurrent[i]:
+            by_kind.setdefault("recurrent", []).append(i)
+    g = vllm_group_size({k: len(v) for k, v in by_kind.items()})
+    best = 0
+    for own in by_kind.values():
+        groups = -(-len(own) // g)
+        for i in range(groups):
+            best = max(best, sum(1 for j in own[i::groups] if j in layers))
+    return best

@@ -78,6 +78,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cache, cached_property, lru_cache
 from itertools import chain
 
@@ -598,3 +599,64 @@ def quantizable_tensors(spec: ModelSpec) -> list[Tensor]:
     lm_head (transformers ``get_keys_to_not_convert`` keeps lm_head; embeddings are not nn.Linear)."""
     return [t for t in model_tensors(spec)
             if t.matrix and t.component not in ("embedding", "lm_head", "vision", "per_layer_embedding") and not t.role.endswith(".bias")]
+
+
+# ---- a serving engine's adapter slots on one tensor-parallel rank (eq. 4) ----
+# Row-parallel linears (input split over the TP ranks, output whole): attention output and the MLP / expert down
+# projections; every other adapted linear of the decoder is column-parallel (output split, input whole).
+ROW_PARALLEL_ROLES = frozenset({"attn_output", "cross_attn_o", "v_attn_o", "ffn_down", "ffn_exps_down",
+                                "ffn_shexp_down", "v_ffn_down"})
+_KV_ROLES = frozenset({"attn_k", "attn_v", "cross_attn_k", "cross_attn_v", "v_attn_k", "v_attn_v"})
+
+
+def serving_slot_params(modules: Iterable[AdaptedModule], rank: int, tp: int, kv_heads: int, heads: int,
+                        replicate_kv_heads: bool = True, fully_sharded: bool = False) -> Fraction:
+    """Elements of one adapter slot that one of ``tp`` tensor-parallel ranks holds for ``modules`` (eq. 4).
+
+    vLLM 0.19.1 (vllm/lora/layers/base_linear.py ``create_lora_weights``, lines 43-86;
+    column_parallel_linear.py ``MergedColumnParallelLinearWithLoRA.create_lora_weights``, lines 209-236;
+    row_parallel_linear.py lines 27-28; fused_moe.py ``_create_lora_a_weights`` / ``_create_lora_b_weights``,
+    lines 353-411) stacks, per slot, lora_a [rank, input] and lora_b [output, rank] per slice, sized by the base
+    layer's kind on the rank:
+
+        column-parallel (q, k, v, gate, up; fused qkv / gate_up):  A = s r in        B = r out / TP
+        row-parallel (o, down):                                    A = r in / TP     B = r out            (4)
+
+    times the module's experts (all ``local_num_experts`` of a rank without expert parallelism). ``s`` is the
+    slices sharing one input (``rank_mult``: 2 for the fused experts' gate and up, whose two lora_a each span the
+    hidden size). K and V keep max(1, kv_heads / TP) heads per rank (vllm/model_executor/layers/linear.py
+    ``QKVParallelLinear``, lines 1011-1017: heads replicated when TP exceeds them; ``replicate_kv_heads``). vLLM's
+    ``--fully-sharded-loras`` (vllm/config/lora.py line 36, default False) also splits a column layer's lora_a over
+    the rank (r / TP) and a row layer's lora_b over the output (out / TP) (the ``*WithShardedLoRA`` layers, S-LoRA,
+    Sheng et al. 2023, arXiv 2311.03285). SGLang 0.5.23 (srt/lora/mem_pool.py ``get_lora_A_shape`` /
+    ``get_lora_B_shape``, lines 111-152; utils.py line 134 ``ROW_PARALLELISM_LINEAR_LORA_NAMES = ["o_proj",
+    "down_proj"]``) follows the same two rows and divides the whole qkv output by TP (``replicate_kv_heads`` False);
+    it has no fully sharded option. Exact (a Fraction: the engines' own divisions are exact on a served layout).
+
+    >>> from llmsizer.models import load_model
+    >>> from llmsizer.specs.training import DECODER_LINEAR
+    >>> s = load_model("llama-3.1-8b")
+    >>> serving_slot_params(adapted_modules(s, DECODER_LINEAR), 16, 1, s.num_kv_heads, s.num_heads) \\
+    ...     == lora_params(s, 16, DECODER_LINEAR).total
+    True
+    """
+    total = Fraction(0)
+    kv_rank = Fraction(max(1, kv_heads // tp)) if replicate_kv_heads and tp > kv_heads else Fraction(kv_heads, tp)
+    for m in modules:
+        a_in, b_out = Fraction(m.rank_mult * rank * m.in_features), Fraction(rank * m.out_features)
+        if m.role in ROW_PARALLEL_ROLES:
+            a_in /= tp
+            if fully_sharded:
+                b_out /= tp
+        else:
+            if fully_sharded:
+                a_in /= tp
+            if m.role in _KV_ROLES:  # out = kv_heads x head_dim: the rank's kv heads
+                b_out = b_out / kv_heads * kv_rank
+            elif m.role == "attn_qkv":  # (heads + 2 kv_heads) x head_dim: the rank's q heads + 2 x its kv heads
+                per_head = b_out / (heads + 2 * kv_heads)
+                b_out = per_head * (Fraction(heads, tp) + 2 * kv_rank)
+            else:
+                b_out /= tp
+        total += m.count * m.experts * (a_in + b_out)
+    return total

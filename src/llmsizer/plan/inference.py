@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -39,7 +40,7 @@ from ..estimate.verdict import binding_pool, margin_rule, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
-from ..formulas.lora import AdaptedModule, lora_params
+from ..formulas.lora import AdaptedModule, lora_params, serving_slot_params
 from ..formulas.mtp import stored_file_bytes
 from ..formulas.parallelism import serving_stage_layers
 from ..formulas.params import count_params
@@ -382,10 +383,14 @@ def _smaller(spec: ModelSpec, fmt: str, than: str, engine: str | None) -> bool:
     return fmt != than and size(fmt) < size(than)
 
 
-def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1, pp: int = 1, engine: str = "vllm") -> int:
-    """Device memory a server reserves for ``slots`` LoRA adapters of rank ``rank`` on the decoder's attention and
-    MLP projections (``DECODER_LINEAR``; vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x max_lora_rank per supported module), in
-    the model dtype, split over ``tp`` tensor-parallel devices. Eq. (1) of formulas/lora.py per module.
+def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1, pp: int = 1, engine: str = "vllm",
+                    fully_sharded: bool = False) -> int:
+    """Device memory a server reserves on one device for ``slots`` LoRA adapters of rank ``rank`` on the decoder's
+    attention and MLP projections (``DECODER_LINEAR``; vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x
+    max_lora_rank per supported module), in the model dtype, on one of ``tp`` tensor-parallel ranks: formulas/lora.py
+    eq. (4) ``serving_slot_params`` per module, by its layer kind (a column-parallel layer keeps lora_a whole and
+    splits lora_b, a row-parallel one splits lora_a and keeps lora_b whole; ``fully_sharded``: vLLM's
+    ``--fully-sharded-loras`` splits both). At ``tp`` 1 eq. (4) is eq. (1) per module (a file's adapter).
 
     With ``pp`` pipeline stages each stage builds the buffers of the modules it holds alone: vLLM 0.19.1
     ``vllm/lora/model_manager.py`` ``_create_lora_modules`` (lines 363-365) walks the stage's ``named_modules`` and
@@ -393,21 +398,22 @@ def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1, pp: int
     (formulas/parallelism.py ``serving_stage_layers``, the engine's layer split), the stage with the most adapter
     parameters binding; a module outside the decoder layers (none among ``DECODER_LINEAR``'s) is counted on every
     stage."""
-    lp = lora_params(spec, rank, DECODER_LINEAR)
-    params = lp.total
+    modules = lora_params(spec, rank, DECODER_LINEAR).modules
+    tp = max(1, tp)
+
+    def per_rank(ms: Sequence[AdaptedModule]) -> Fraction:  # eq. (4) on one TP rank
+        return serving_slot_params(ms, rank, tp, spec.num_kv_heads, spec.num_heads,
+                                   replicate_kv_heads=engine != "sglang", fully_sharded=fully_sharded)
     if pp > 1:
-        def n(m: AdaptedModule) -> int:  # eq. (1) for one module (LoraParams.module_shapes: A, B)
-            return m.count * rank * m.rank_mult * m.experts * (m.in_features + m.out_features)
-        by_layer = [0] * spec.num_layers
-        outside = 0
-        for m in lp.modules:
-            if 0 <= m.layer < spec.num_layers:
-                by_layer[m.layer] += n(m)
-            else:
-                outside += n(m)
-        params = outside + max(sum(by_layer[i] for i in layers)
-                               for layers in serving_stage_layers(spec.num_layers, pp, engine))
-    return math.ceil(slots * params * LORA_DTYPE_BYTES / max(1, tp))
+        by_layer: list[list[AdaptedModule]] = [[] for _ in range(spec.num_layers)]
+        outside: list[AdaptedModule] = []
+        for m in modules:
+            (by_layer[m.layer] if 0 <= m.layer < spec.num_layers else outside).append(m)
+        params = per_rank(outside) + max(per_rank([m for i in layers for m in by_layer[i]])
+                                         for layers in serving_stage_layers(spec.num_layers, pp, engine))
+    else:
+        params = per_rank(modules)
+    return math.ceil(slots * params * LORA_DTYPE_BYTES)
 
 
 def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: dict[str, TrainingJob]) -> JobPlan:
@@ -640,8 +646,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     adapters = _adapters(job, spec, src, tp, notes, pipeline_of(job, f_peak).get("pipeline_parallel", 1), engine)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",
-                adapters["slot_bytes"], "B", "slots x LoRA params on every linear x 2 B / TP (vLLM --max-loras, "
-                "--max-lora-rank); with pipeline stages, those of the binding stage's layers", "vLLM lora/models.py LoRAModelManager")
+                adapters["slot_bytes"], "B", "slots x LoRA params on every linear x 2 B, on one TP rank by layer kind: column layers keep A whole, "
+                "row layers keep B whole (formulas/lora.py eq. 4; vLLM --max-loras, --max-lora-rank, "
+                "--fully-sharded-loras); with pipeline stages, those of the binding stage's layers", "vLLM lora/models.py LoRAModelManager")
     fits = f_peak.fits if f_peak else None
     if f_peak is not None and adapters["mode"] == "dynamic" and adapters["slot_bytes"] and usable:
         try:
@@ -946,11 +953,12 @@ def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: i
     rank = a.rank or (src.peft.rank if src is not None and src.peft.rank else VLLM_DEFAULT_MAX_LORA_RANK)
     count = a.count or 1
     slots = a.max_loaded or min(count, VLLM_DEFAULT_MAX_LORAS) if mode == "dynamic" else 0
-    slot_bytes = lora_slot_bytes(spec, rank, slots, tp // pp, pp, engine) if mode == "dynamic" else 0
+    sharded = a.fully_sharded  # vLLM --fully-sharded-loras (SGLang has none: refused in the request reader)
+    slot_bytes = lora_slot_bytes(spec, rank, slots, tp // pp, pp, engine, sharded) if mode == "dynamic" else 0
     return {"mode": mode, "slots": slots, "rank": rank, "slot_bytes": slot_bytes, "count": count,
             # one slot on one device (the advice's "device memory per adapter slot"), and one adapter's file, whole
             # (the stored adapter is not split over the devices that load it: storage's adapter_files)
-            "per_adapter_dynamic": lora_slot_bytes(spec, rank, 1, tp // pp, pp, engine),
+            "per_adapter_dynamic": lora_slot_bytes(spec, rank, 1, tp // pp, pp, engine, sharded),
             "per_adapter_file": lora_slot_bytes(spec, rank, 1)}
 
 

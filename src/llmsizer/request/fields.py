@@ -527,6 +527,9 @@ INFERENCE = (
         F("count", "int", "adapters served", 1, minimum=1),
         F("max_loaded", "int", "adapters resident on the device at once (dynamic; vLLM --max-loras)", minimum=1),
         F("rank", "int", "largest adapter rank (vLLM --max-lora-rank)", bounds=LORA_RANK),
+        F("fully_sharded", "bool", "vLLM --fully-sharded-loras: the adapter slots' A and B both split over the "
+          "tensor-parallel devices (default: vLLM's, column layers keep A whole and row layers keep B whole)", True,
+          template=False),
     )),
     F("media", "section", "images and video in each request's prompt (multimodal models): their tokens add to the "
       "context", kinds=("inference",), fields=(

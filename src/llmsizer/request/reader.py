@@ -717,6 +717,9 @@ class _Reader:
                 and j.adapters.rank is None:
             self.jerr(i, j, "adapters.rank", "is required when the adapters do not come from a training job of "
                       "this request (model.from_job)")
+        if j.adapters.fully_sharded and j.engine is not None and j.engine != "vllm":  # vllm/config/lora.py line 36
+            self.jerr(i, j, "adapters.fully_sharded", f"is vLLM's --fully-sharded-loras; engine {j.engine} has no "
+                      "such option (SGLang 0.5.23 srt/lora/mem_pool.py lines 111-152 splits A and B one way only)")
 
     def job_engine(self, i: int, j: InferenceJob) -> tuple[str | None, bool]:
         """(the job's engine, or the one its engine_settings, engine_version and resources.fit_target imply when it

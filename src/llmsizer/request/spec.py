@@ -201,6 +201,7 @@ class Adapters:
     count: int | None = None
     max_loaded: int | None = None
     rank: int | None = None
+    fully_sharded: bool = False
 
 
 @dataclass(frozen=True)

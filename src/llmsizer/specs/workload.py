@@ -368,8 +368,16 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 PIPELINE_ENGINES = ("vllm", "sglang")
 
 
-def refuse_pipeline_engine(engine: str | None, device: str | None) -> None:
-    """One line where pipeline_parallel > 1 meets an engine or device that does not take it (None: not decided)."""
+# SGLang 0.5.23 runs on no TPU (srt/server_args.py line 2406: --device 'cuda', 'xpu', 'hpu', 'npu' or 'cpu'), so its
+# --pp-size has none either; vLLM 0.19.1 hands a TPU to tpu-inference (vllm/platforms/tpu.py lines 9-15), whose
+# 0.19.0 release runs pipeline stages (platforms/tpu_platform.py lines 253-262: MultiprocExecutor on one host, Ray
+# across hosts); ROCm and Gaudi take the engines' own PP path, which neither refuses there
+SGLANG_NO_TPU = "SGLang 0.5.23 server_args.py line 2406: --device cuda, xpu, hpu, npu or cpu, no TPU"
+
+
+def refuse_pipeline_engine(engine: str | None, device: str | None, gpu_runtime: str | None = None) -> None:
+    """One line where pipeline_parallel > 1 meets an engine or device that does not take it (None: not decided):
+    llama.cpp and transformers, a CPU, SGLang on a TPU (:data:`SGLANG_NO_TPU`)."""
     if engine is not None and engine not in PIPELINE_ENGINES:
         raise FieldError("pipeline_parallel", also=("engine",), message=(
             f"pipeline_parallel applies to vLLM (--pipeline-parallel-size) and SGLang (--pp-size), not {engine}"
@@ -377,6 +385,10 @@ def refuse_pipeline_engine(engine: str | None, device: str | None) -> None:
                if engine == "llamacpp" else "")))
     if device == "cpu":
         raise FieldError("pipeline_parallel", "pipeline_parallel applies to GPUs (vLLM, SGLang), not device cpu")
+    if engine == "sglang" and gpu_runtime == "xla":
+        raise FieldError("pipeline_parallel", also=("engine",), message=(
+            f"pipeline_parallel: SGLang has no TPU backend ({SGLANG_NO_TPU}); vLLM splits stages on TPUs "
+            "(tpu-inference): use engine vllm"))
 
 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
@@ -665,7 +677,7 @@ class InferenceWorkload:
                              message=f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} "
                              "shards a model with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
         if self.pipeline_parallel > 1:
-            refuse_pipeline_engine(self.engine, self.device)
+            refuse_pipeline_engine(self.engine, self.device, self.gpu_runtime)
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                         ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
                                         ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]

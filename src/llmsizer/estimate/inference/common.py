@@ -219,7 +219,8 @@ def state_item(ctx: Context, seqs: int, location: Location, *, page_per_device: 
     per_layer = f"(conv {channels} x {st.conv_len} x {kv_dtype_bytes(conv):g} B ({conv}) + ssm {r.d_inner} x " \
                 f"{r.d_state} x {kv_dtype_bytes(ssm):g} B ({ssm}))"
     if page_per_device is not None:
-        nbytes = page_per_device * st.layers * seqs
+        # a pipeline stage holds its share of the pages (pipeline.py kv_stage_share; 1 without stages)
+        nbytes = math.ceil(page_per_device * st.layers * seqs * ctx.kv_stage_share)
         # the shard each GPU holds (eq. 4), then the page vLLM gives it (padded to the attention page in a hybrid)
         shard = layer_state_bytes_per_device(ctx.spec, tp, kv_dtype_bytes(conv), kv_dtype_bytes(ssm),
                                              ctx.profile.conv_state_window)
@@ -234,5 +235,8 @@ def state_item(ctx: Context, seqs: int, location: Location, *, page_per_device: 
         tp_note = (f" / {tp} per device (TP {tp})" if ways > 1 else
                    f"; whole on each of the {tp} devices (the TP plan splits no mixer)" if tp > 1 else "")
     return Item(name, nbytes, location,
-                formula=f"{st.layers} {r.kind} layers x {per_layer} x {seqs} seqs{tp_note}; independent of the context",
+                formula=f"{st.layers} {r.kind} layers x {per_layer} x {seqs} seqs{tp_note}"
+                        + (f" x {ctx.kv_stage_share:.4g} (this pipeline stage's share, pipeline.py kv_stage_share)"
+                           if ctx.kv_stage_share != 1 and page_per_device is not None else "")
+                        + "; independent of the context",
                 source="formulas/recurrent_state.py eqs. (1)-(3); " + ctx.profile.state_source)

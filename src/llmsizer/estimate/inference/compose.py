@@ -443,7 +443,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
     if w.pipeline_parallel > 1:  # each stage composed by itself; the binding one answers (pipeline.py eq. PP2)
         from .pipeline import pipeline_refusal, worst_stage
-        refuse_pipeline_engine(str(w.engine), w.device)
+        refuse_pipeline_engine(str(w.engine), w.device, w.gpu_runtime)
         pipeline_refusal(spec, w)
         return worst_stage(spec, w, lambda stage: _finish(spec, _compose(spec, w, None, stage)))
     key = _sized_key(spec, w)
@@ -532,9 +532,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
             acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kv_share = 1.0
     if stage is not None:
-        from .pipeline import kv_stage_share, stage_layers, stage_weights
+        from .pipeline import kv_stage_share, stage_weights
         wb = stage_weights(spec, wb, w, stage, act_bytes)
-        kv_share = kv_stage_share(spec, stage_layers(spec, w)[stage])
+        kv_share = kv_stage_share(spec, w, stage)
     kvd = _kv_dtype(w, profile, dtype, acc, spec)
     window = engine_window(spec, str(w.engine))
     refusal = _window_notes(spec, w, window, acc)

@@ -6,8 +6,9 @@ Every stage is its engine's composition over its own weights and KV cache (compo
 - layers: ``formulas/parallelism.py`` ``serving_stage_layers`` (vLLM / SGLang ``get_pp_indices``);
 - weights: eq. PP1 (``serving_stage_weight_bytes``): its layers' bytes per device, the embedding on the first stage,
   the final norm and lm_head on the last;
-- KV cache per token: its layers' share of the model's (``kv_stage_share``: the layers holding a cache of their own,
-  all of one kind: a model mixing cache kinds is refused, ``pipeline_refusal``);
+- KV cache per token: its layers' share of the model's (``kv_stage_share``: the layers holding a cache of their own;
+  with several cache kinds (sliding and full attention, recurrent state pages), vLLM's KV cache groups projected on
+  the stage, formulas/kv_groups.py eq. 8; what the engines refuse is refused in one line, ``pipeline_refusal``);
 - the pool: each stage's worker profiles its own memory (vLLM 0.19.1 ``v1/core/kv_cache_utils.py``
   ``get_kv_cache_configs`` lines 1508-1535: one config per worker) and the engine takes the smallest block count
   of all workers for every one (lines 1599-1612, "Change the num_blocks of each rank to the smallest among all
@@ -29,24 +30,41 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ...errors import FieldError
+from ...formulas.kv_groups import vllm_group_size, vllm_stage_group_size
 from ...formulas.parallelism import serving_stage_layers, serving_stage_weight_bytes
 from ...formulas.tensors import model_tensors
 from ...formulas.weight_formats import WeightBytes
 from ...result import Estimate
 from ...specs import InferenceWorkload, ModelSpec
 
+# vLLM 0.19.1 refuses a model class without SupportsPP (vllm/config/model.py lines 1122-1128): Gemma 3n
+# (models/gemma3n.py line 1103, gemma3n_mm.py line 467) and Whisper (models/whisper.py line 797) have none
+VLLM_NO_PP = "vLLM 0.19.1 config/model.py lines 1122-1128: the model class does not implement SupportsPP"
+# SGLang 0.5.23 sizes a sliding-window model's two pools from every decoder layer's self_attn
+# (model_executor/model_runner.py lines 1571-1579: a PPMissingLayer of another stage has none) and its hybrid
+# recurrent pool from the whole model's layer ids (mem_cache/memory_pool.py HybridLinearKVPool lines 995-996,
+# "TODO support pp?", start_layer = 0)
+SGLANG_NO_MIXED_PP = ("SGLang 0.5.23 model_runner.py lines 1571-1579 (sliding-window pools) and memory_pool.py "
+                      "lines 995-996 (hybrid recurrent pool, 'TODO support pp?') size them from the whole model's "
+                      "layers")
+
 
 def pipeline_refusal(spec: ModelSpec, w: InferenceWorkload) -> None:
-    """One line where ``w.pipeline_parallel`` cannot be modelled for ``spec``."""
+    """One line where ``w.pipeline_parallel`` cannot be served (the engine refuses) or modelled for ``spec``."""
     pp = w.pipeline_parallel
     if pp > spec.num_layers:
         raise FieldError("pipeline_parallel", f"pipeline_parallel {pp} exceeds the model's {spec.num_layers} decoder "
                          "layers (each stage holds at least one)")
     kinds = {k for k in spec.kv_cache_layer_types if k != "none"}
-    if spec.recurrent_layer_count or len(kinds) > 1 or spec.encoder_decoder is not None or any(spec.kv_shared_layers):
-        raise FieldError("pipeline_parallel", f"pipeline_parallel is modelled for decoders whose layers hold one kind "
-                         f"of KV cache; {spec.name} mixes layer kinds (recurrent, sliding/full, shared K/V or an "
-                         "encoder), whose per-stage pools are not modelled")
+    if spec.encoder_decoder is not None or any(spec.kv_shared_layers):
+        what = "an encoder-decoder model" if spec.encoder_decoder is not None else "a model sharing K/V across layers"
+        raise FieldError("pipeline_parallel", f"{spec.name} is {what}, which {w.engine} does not split in pipeline "
+                         f"stages ({VLLM_NO_PP if w.engine == 'vllm' else 'not modelled for SGLang'})")
+    mixed = spec.recurrent_layer_count > 0 or len(kinds) > 1
+    if mixed and w.engine == "sglang":
+        raise FieldError("pipeline_parallel", f"SGLang does not split {spec.name}'s mix of cache kinds (sliding/full "
+                         f"attention or recurrent layers) over pipeline stages ({SGLANG_NO_MIXED_PP}); use "
+                         "--engine vllm or tensor parallelism alone")
 
 
 def stage_layers(spec: ModelSpec, w: InferenceWorkload) -> tuple[range, ...]:
@@ -54,11 +72,22 @@ def stage_layers(spec: ModelSpec, w: InferenceWorkload) -> tuple[range, ...]:
     return serving_stage_layers(spec.num_layers, w.pipeline_parallel, str(w.engine))
 
 
-def kv_stage_share(spec: ModelSpec, layers: range) -> float:
-    """The share of the model's per-token KV cache a stage holding ``layers`` keeps: its cache layers / all."""
-    kinds = spec.kv_cache_layer_types
-    total = sum(k != "none" for k in kinds)
-    return sum(kinds[i] != "none" for i in layers) / total if total else 1.0
+def kv_stage_share(spec: ModelSpec, w: InferenceWorkload, stage: int) -> float:
+    """The share of the model's per-sequence cache (K/V and recurrent state pages, and of its pool's bytes per block)
+    pipeline stage ``stage`` keeps: its cache layers / all for layers of one kind; for vLLM's KV cache groups of
+    several kinds (sliding and full attention, attention and recurrent layers) g_s / g, formulas/kv_groups.py eq. (8):
+    a block on the stage is its largest projected group's pages."""
+    kinds, rec = spec.kv_cache_layer_types, spec.recurrent_layers if spec.recurrent_layer_count else ()
+    layers = stage_layers(spec, w)[stage]
+    counts: dict[str, int] = {k: kinds.count(k) for k in set(kinds) if k != "none"}
+    if rec:
+        counts["recurrent"] = sum(rec)
+    if len(counts) > 1:
+        g = vllm_group_size(counts)
+        return vllm_stage_group_size(kinds, layers, rec) / g if g else 1.0
+    own = [k != "none" or (i < len(rec) and rec[i]) for i, k in enumerate(kinds)]
+    total = sum(own)
+    return sum(own[i] for i in layers) / total if total else 1.0
 
 
 def stage_weights(spec: ModelSpec, wb: WeightBytes, w: InferenceWorkload, stage: int,

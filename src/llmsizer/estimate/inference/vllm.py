@@ -247,7 +247,8 @@ def compose_vllm(ctx: Context) -> None:
               + pads["sliding"] * (kvc.tokens_sliding + (0 if spec.chunked_attention else slide_block))
               * kvc.layer_bytes_per_token_sliding)
     pad_kv_dev = per_device(math.ceil(pad_kv), share)
-    pad_state_dev = pads["recurrent"] * page if page is not None else 0
+    # a pipeline stage's state pages: the whole model's x its share (pipeline.py kv_stage_share, eq. 8's g_s / g)
+    pad_state_dev = math.ceil(pads["recurrent"] * page * ctx.kv_stage_share) if page is not None else 0
     one_seq = per_device(kvc.total_bytes + _sliding_spare_block(ctx, slide_block), share) + pad_kv_dev
     sizing = VllmSizing(mns, block, extra, slide_block, pads, pad_kv_dev, page, pad_state_dev, fixed)
     running, need, state = _at_load(ctx, sizing)
@@ -438,7 +439,10 @@ def _reported_pool(ctx: Context, kvc: KVCache, pool: int, block: int, slide_bloc
         older, smallest = int(blocks * block), block
     else:
         per_layer = max(kvc.layer_bytes_per_token_full, kvc.layer_bytes_per_token_sliding)
-        page, g = int(block * per_layer * share), vllm_group_size(counts)
+        # one layer's page on this device; a pipeline stage's block is g_s of them (formulas/kv_groups.py eq. 8:
+        # kv_stage_share = g_s / g), its whole-model group size g otherwise
+        dev = kv_fraction_per_device(ctx.spec, ctx.w.tensor_parallel, mla_latent=True)
+        page, g = int(block * per_layer * dev), round(vllm_group_size(counts) * ctx.kv_stage_share)
         sizes = ([block] if counts["full"] else []) + ([slide_block] if counts["sliding"] else []) \
             + ([ctx.w.context] if counts["recurrent"] else [])
         blocks = vllm_num_blocks(pool, page, g)
@@ -586,7 +590,7 @@ def _hybrid_pages(ctx: Context, block: int) -> tuple[int, int]:
                                               ctx.profile.conv_state_window)
     if not spec.kv_cache_layers:
         return block, math.ceil(state_page)
-    share = kv_fraction_per_device(spec, tp, mla_latent=True) * ctx.kv_stage_share  # pipeline.py
+    share = kv_fraction_per_device(spec, tp, mla_latent=True)  # one layer's page: no pipeline stage's share here
     attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.kv_cache_layers * share
     align = max(E.VLLM_KERNEL_BLOCK_ALIGNMENT, block)
     hybrid_block = align * math.ceil(state_page / (align * attn_1tok))
