@@ -3,7 +3,8 @@
 -o json``, or one node: ``kubectl get node NAME -o json``).
 
 Read per node (Slurm's scontrol(1) NODE fields): ``NodeName``, ``Gres`` (``gpu:<type>:<count>(S:...)``: the GPU type
-and count; a node without a ``gpu`` GRES is skipped and counted; an untyped ``gpu:<count>`` is mapped by
+and count, every ``gpu`` entry of the list read, :func:`_node_gpus`: a node with two GPU types is refused in one
+line; a node without a ``gpu`` GRES is skipped and counted; an untyped ``gpu:<count>`` is mapped by
 ``--device-map '?=DEVICE'``, :data:`UNTYPED`), ``CPUEfctv`` (the CPUs jobs may use: ``CPUTot``
 less the cores ``CoreSpecCount``/``CPUSpecList`` reserve for the system, scontrol(1) "CPUEfctv"; ``CPUTot`` when an
 older Slurm does not print it), ``RealMemory`` (MiB), ``Partitions``, ``State``, ``AvailableFeatures``. A node whose
@@ -119,15 +120,33 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
         name = _slurm_name(f.get("NodeName", ""), "node name", f"{source}:{line}")
         for p in (x for x in f.get("Partitions", "").split(",") if x):
             _slurm_name(p, f"node {name!r}: partition", f"{source}:{line}")
-        gpu = _GPU.search(f.get("Gres", ""))
+        gpu_type, gpus = _node_gpus(f.get("Gres", ""), name, f"{source}:{line}")
         total = _num(f, "CPUTot", name, source)
         cpus = _num(f, "CPUEfctv", name, source) if "CPUEfctv" in f else total
-        out.append(SlurmNode(name, gpu.group(1) if gpu else None, int(gpu.group(2)) if gpu else 0,
+        out.append(SlurmNode(name, gpu_type, gpus,
                              cpus, _num(f, "RealMemory", name, source),
                              tuple(p for p in f.get("Partitions", "").split(",") if p),
                              f.get("State", ""), tuple(x for x in f.get("AvailableFeatures", "").split(",")
                                                        if x and x != "(null)"), total, line))
     return out
+
+
+def _node_gpus(gres: str, name: str, where: str) -> tuple[str | None, int]:
+    """(GPU type, count) of a node's ``Gres`` field. Slurm writes it as a comma-delimited list of GRES
+    specifications, each ``<name>[:<type>]:<count>`` (slurm.conf(5) "Gres", e.g. ``Gres=gpu:tesla:1,gpu:kepler:1``:
+    one node with two GPU types; gres.conf(5) "Type"); scontrol show node prints the list with each entry's sockets,
+    ``gpu:a100:2(S:0-1),gpu:h100:2(S:2-3)``. Every ``gpu`` entry is read: entries of one type are added up; a node
+    with two GPU types is refused in one line, since an inventory node holds one device type (inventory.Node.device)
+    and keeping only one type would drop the other's devices without a word."""
+    by_type: dict[str | None, int] = {}
+    for m in _GPU.finditer(gres):
+        by_type[m.group(1)] = by_type.get(m.group(1), 0) + int(m.group(2))
+    if len(by_type) > 1:
+        kinds = ", ".join(f"{gpu_type_key(t)} x{n}" for t, n in by_type.items())
+        raise InputError(f"{where}: node {name!r} has {len(by_type)} GPU types ({kinds}, Gres={short(gres)}); an "
+                         "inventory node holds one device type: write this node by hand as one row per type, each "
+                         "with its own id (and its share of cpus and ram), and take its record out of the input to import the rest")
+    return next(iter(by_type.items()), (None, 0))
 
 
 def _slurm_name(value: str, what: str, where: str) -> str:
