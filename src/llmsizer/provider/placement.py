@@ -227,6 +227,10 @@ class JobNeed:
     # parallelism crosses machines, 2 for 405B at TP 16 on 2 x 8 GPUs); 1: each copy inside one machine (a
     # service's replicas, one per machine), or not known (a hand-made need, a booking stored before schema 6)
     copy_nodes: int = 1
+    # the machines one tensor-parallel group of a copy spans, laid out as ``copy_nodes`` is (estimate/fit.py
+    # ``worst_copy_machines`` on the tensor-parallel degree): 1 where each TP group stays inside a machine and only a
+    # copy's pipeline stages cross machines; None: not known (a hand-made need, a re-placed booking)
+    tp_nodes: int | None = None
 
     @property
     def per_node(self) -> int:
@@ -612,8 +616,25 @@ def _why_fabric(need: JobNeed) -> str:
     """Why ``need`` stays inside one fabric (:attr:`JobNeed.one_fabric`), as the subject of a refusal."""
     if need.kind == "training":
         return f"{need.nodes}-node training job"
-    return (f"{need.nodes}-node service whose one copy of the model spans {need.copy_nodes} machines (tensor "
-            "parallel across machines: all-reduces between them every layer)")
+    return (f"{need.nodes}-node service whose one copy of the model spans {need.copy_nodes} machines "
+            f"({crossing(need.tp_nodes)})")
+
+
+def crossing(tp_nodes: int | None) -> str:
+    """What crosses between the machines one copy of a served model spans, in words: the one wording of the check's
+    refusal and the scheduler export's comment. Megatron-LM's layout, which vLLM and SGLang follow, puts the
+    tensor-parallel ranks of a stage next to each other, so a copy of TP t x PP p on machines of n devices keeps each
+    TP group in one machine when its ``tp_nodes`` (:attr:`JobNeed.tp_nodes`) is 1: then only the pipeline stages'
+    activations cross, point-to-point, once per stage boundary; where a TP group itself spans machines, its
+    all-reduces cross every layer. None: not known (a booking records only the machines a copy spans)."""
+    if tp_nodes is None:
+        return ("model parallel across machines: pipeline sends, or tensor-parallel all-reduces where a tensor-"
+                "parallel group itself spans machines")
+    if tp_nodes <= 1:
+        return ("pipeline stages across machines: point-to-point sends between them; each tensor-parallel group "
+                "stays inside one machine")
+    return (f"tensor parallel across machines: each tensor-parallel group spans {tp_nodes} machines, all-reduces "
+            "between them every layer")
 
 
 def _few(ids: Sequence[str], shown: int = 4) -> str:
