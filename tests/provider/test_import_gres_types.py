@@ -46,3 +46,24 @@ def test_a_gpu_entry_after_another_gres_is_read():
 def test_one_type_still_reads_as_before():
     (node,) = parse_scontrol_nodes(A40)
     assert node.gpus >= 1 and node.gpu_type is not None
+
+
+def test_device_map_takes_several_mappings_comma_separated(tmp_path):
+    """probe30 N2: `--device-map a100=X,h100=Y` read 'X,h100=Y' as one device. A Gres list is comma-delimited
+    (slurm.conf(5) "Gres"), so no GPU type holds a comma: one flag may carry several mappings, as --pools does."""
+    import yaml
+
+    pytest.importorskip("sqlalchemy")
+    from .test_cli_capacity import run
+    second = _with_gres("gpu:h100:2(S:0-1)").replace("gpunode-1", "gpunode-2")
+    src = tmp_path / "nodes.txt"
+    src.write_text(_with_gres("gpu:a100:2(S:0-1)") + "\n" + second)
+    one, two = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    assert run("capacity", "import", "--scontrol", str(src), "--site", "s", "-o", str(one),
+               "--device-map", "a100=a100-sxm-80gb,h100=h100-sxm") == 0
+    assert run("capacity", "import", "--scontrol", str(src), "--site", "s", "-o", str(two),
+               "--device-map", "a100=a100-sxm-80gb", "--device-map", "h100=h100-sxm") == 0
+    rows = yaml.safe_load(one.read_text())["nodes"]
+    assert [(r["id"], r["device"], r["devices"]) for r in rows] == [("gpunode-1", "a100-sxm-80gb", 2),
+                                                                   ("gpunode-2", "h100-sxm", 2)]
+    assert yaml.safe_load(two.read_text()) == yaml.safe_load(one.read_text())

@@ -186,7 +186,7 @@ def register(sub: Any) -> None:
     q.add_argument("--device-map", action="append", default=[], metavar="TYPE=DEVICE",
                    help="Slurm GPU type or Kubernetes product label -> catalog device (a100=a100-sxm-80gb); needed "
                         "unless the type or product is a catalog name; '?=DEVICE' for an untyped Slurm GRES "
-                        "(Gres=gpu:1, no Type in gres.conf)")
+                        "(Gres=gpu:1, no Type in gres.conf); several comma-separated or one flag each")
     q.add_argument("--pools", default=IMPORT_POOLS,
                    help=f"pools every node joins (comma-separated; default {IMPORT_POOLS}: bookable by training jobs "
                         "and services, never both at once on one node; --pools serving for inference-only nodes, "
@@ -325,9 +325,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     why = "an inventory may hold storage, fabrics and policy added by hand"
     check_output_file(args.output, [given], force=args.force, why=why)
     mapping = {}
-    for m in args.device_map:
+    # one flag may hold several mappings, comma-separated as --pools is: a Slurm GPU type is an entry of the Gres
+    # list, which commas delimit (slurm.conf(5) "Gres"), and neither a product label nor a catalog id holds one
+    for m in (x for flag in args.device_map for x in flag.split(",")):
         if "=" not in m:
-            raise InputError(f"--device-map {m!r}: write TYPE=DEVICE (a100=a100-sxm-80gb)")
+            raise InputError(f"--device-map {m!r}: write TYPE=DEVICE (a100=a100-sxm-80gb), several as "
+                             "a100=a100-sxm-80gb,h100=h100-sxm or one flag each")
         k, v = m.split("=", 1)
         mapping[si.gpu_type_key(k.strip())] = v.strip()  # '?=DEVICE' (or '=DEVICE'): an untyped Gres=gpu:N
     cat = load_catalog(args.hardware_file)

@@ -727,10 +727,13 @@ def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | N
     if p is None or not fabric_timed(need):
         return ""
     if placed.timed_on_fabric:
+        there, plan = format_seconds(placed.seconds), format_seconds(need.seconds)
+        versus = (f"the same as the plan's {plan}, which times its data-parallel traffic over one machine's link: "
+                  "the fabric does not lengthen the run" if there == plan else
+                  f"not the plan's {plan}, which times its data-parallel traffic over one machine's link")
         return (f"the request states no network between machines (resources.network), so the run is timed on fabric "
                 f"{placed.timed_on_fabric}'s {format_bits(placed.network or 0, 'Gb/s')} per node, where it is placed: "
-                f"{format_seconds(placed.seconds)} (estimate/duration.py), not the plan's "
-                f"{format_seconds(need.seconds)}, which times its data-parallel traffic over one machine's link")
+                f"{there} (estimate/duration.py), {versus}")
     fabric = inv.node(p.nodes[0]).fabric if p.nodes else None
     return (f"the request states no network between machines (resources.network) and fabric {fabric} states no "
             f"bandwidth: the window is the plan's {format_seconds(need.seconds)}, a lower bound of the run's time "
