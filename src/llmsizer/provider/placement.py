@@ -554,6 +554,12 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
         raise NoFit(need.memory_binding, need.memory_verdict, waits=False)
     if need.duration_verdict:
         raise NoFit("duration", need.duration_verdict, waits=False)
+    working = [n for n in of_type if not n.out_of_service]
+    if not working:
+        down = _few([f"{n.id}: {n.out_of_service}" for n in of_type], 2)
+        raise NoFit("device", f"every {need.device} node is out of service ({down}): none takes new work until "
+                    "its out_of_service: is removed from the inventory", waits=False)
+    of_type = working
     pooled = [n for n in of_type if need.label in n.pools]
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "

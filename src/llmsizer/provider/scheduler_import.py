@@ -8,8 +8,9 @@ line; a node without a ``gpu`` GRES is skipped and counted; an untyped ``gpu:<co
 ``--device-map '?=DEVICE'``, :data:`UNTYPED`), ``CPUEfctv`` (the CPUs jobs may use: ``CPUTot``
 less the cores ``CoreSpecCount``/``CPUSpecList`` reserve for the system, scontrol(1) "CPUEfctv"; ``CPUTot`` when an
 older Slurm does not print it), ``RealMemory`` (MiB), ``Partitions``, ``State``, ``AvailableFeatures``. A node whose
-``State`` says it takes no new work (:data:`UNAVAILABLE`) is not bookable: it is written commented out, with the
-reason, and named on stderr. The GPU type is a Slurm name (``a40``, ``a100``), not a catalog id: the operator maps
+``State`` says it takes no new work (:data:`UNAVAILABLE`) is not bookable: it is written with ``out_of_service:``
+(the state and the reason: a drained node is not a removed one, so the bookings it holds stay booked, with a
+warning) and named on stderr. The GPU type is a Slurm name (``a40``, ``a100``), not a catalog id: the operator maps
 each to a catalog device (``--device-map a100=a100-sxm-80gb``; a type that is already a catalog id needs none), since
 Slurm does not say which variant (memory, SXM or PCIe) a node has.
 
@@ -23,8 +24,8 @@ advertised, ``-MIG-<profile>`` for a MIG resource; shared GPUs advertise replica
 per GPU from ``nvidia.com/gpu.memory`` (NVML total memory in MiB, same file: ``GetTotalMemoryMB``); CPUs and RAM
 from ``status.capacity`` (Kubernetes quantities); the node pool from the managed-Kubernetes pool labels
 (``POOL_LABELS``). A node that takes no new pods (:data:`K8S_UNAVAILABLE`: its Ready condition False or Unknown,
-cordoned, or a node-state taint with effect NoSchedule or NoExecute) is not bookable: written commented out, with the
-reason, and named on stderr, as a Slurm node that takes no new jobs. A product is matched to a catalog device the way
+cordoned, or a node-state taint with effect NoSchedule or NoExecute) is not bookable: written with
+``out_of_service:`` and named on stderr, as a Slurm node that takes no new jobs. A product is matched to a catalog device the way
 ``hardware detect`` matches a driver name (:func:`..catalog.detect.catalog_gpu`), or mapped by the operator
 (``--device-map PRODUCT=DEVICE``). Pure: text in, records and YAML text out.
 """
@@ -256,23 +257,23 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
 
 
 def _nodes_list(lines: list[str], kept: int) -> str:
-    """The inventory's text. With no bookable node (every GPU node out of service, each written commented out) the
-    list is written empty, ``nodes: []``, so the file reads back (an inventory of no node books nothing) and keeps
-    the rows for the operator: the one rule of both imports."""
-    if not kept:
-        at = lines.index("nodes:")
-        lines[at] = "nodes: []  # no node in service: when one is back, delete [] and uncomment its row below"
+    """The inventory's text (``kept``: its bookable nodes, for the callers' counts). Every GPU node is a row, those out
+    of service marked so (:func:`_write_node`), so the file reads back even when none is bookable: the one rule of
+    both imports."""
     return "\n".join(lines) + "\n"
 
 
 def _write_node(lines: list[str], notes: list[str], name: str, row: str, state: str, why: str) -> bool:
-    """Write one imported node's ``row`` (a YAML list item): bookable as it is, or, when ``why`` says it takes no new
-    work, commented out with the reason (kept in the file for the operator) and named in ``notes`` (stderr). The one
-    rule of both imports; True when written bookable."""
+    """Write one imported node's ``row`` (a YAML flow-mapping list item, then its ``  # comment``): bookable as it
+    is, or, when ``why`` says it takes no new work, with ``out_of_service:`` giving the state and the reason
+    (inventory.Node.out_of_service: still the provider's machine, so the bookings it holds stay booked, shown with a
+    warning; no new job is placed on it) and named in ``notes`` (stderr). The one rule of both imports; True when
+    written bookable."""
     if why:
-        lines.append(f"  # not bookable, {state} ({why}): uncomment when the node is back in service")
-        lines.append(f"  # {row}")
-        notes.append(f"{name}: {state} ({why}), written commented out (not bookable)")
+        at = row.index("}  # ")
+        row = f"{row[:at]}, out_of_service: {json.dumps(f'{state} ({why})')}{row[at:]}"
+        lines.append(f"  {row}")
+        notes.append(f"{name}: {state} ({why}), written out_of_service (not bookable; its bookings are kept)")
         return False
     lines.append(f"  {row}")
     return True
