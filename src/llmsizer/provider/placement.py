@@ -231,6 +231,9 @@ class JobNeed:
     # ``worst_copy_machines`` on the tensor-parallel degree): 1 where each TP group stays inside a machine and only a
     # copy's pipeline stages cross machines; None: not known (a hand-made need, a re-placed booking)
     tp_nodes: int | None = None
+    # the request names its node count (resources.nodes); False: the plan's machines are its own assumption (bare
+    # devices laid out on machines of fit's size), so a service may be laid out on the inventory's nodes instead
+    nodes_named: bool = True
 
     @property
     def per_node(self) -> int:
@@ -965,6 +968,9 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
     except NoFit as e:
         reason = e
         if e.binding == "node-size" and need.kind != "training":
+            split = _replicas_per_node(need, inv, bookings)
+            if split is not None:
+                return split
             reason = NoFit(e.binding, e.reason + _node_split_refusal(need, inv, bookings), waits=e.waits)
     later, _ = earliest(replace(need, start=not_before) if not_before is not None and not_before > need.start
                         else need, inv, bookings)
@@ -1029,6 +1035,30 @@ def _replicas_over_nodes(need: JobNeed, inv: Inventory, bookings: Sequence[Booki
                     f"`llmsizer fit --device {need.device} --count {need.devices} --gpus-per-node {per}` chooses): "
                     f"fits on {', '.join(p.nodes)} at {p.site}"]
     return []
+
+
+def _replicas_per_node(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> JobCheck | None:
+    """A service whose request names no node count (``need.nodes_named`` False: the plan laid its devices on machines
+    of fit's size, an assumption) and whose devices per node no serving node holds: placed on the fewest nodes of
+    the inventory's size whose plan (``need.replan`` naming them, :func:`_node_splits`) keeps each copy of the model
+    inside one node (``copy_nodes`` 1: its replicas one or more per node, no collective between nodes), when that
+    is free in the requested window; the answer says so. None otherwise (the node-size refusal stands, with its
+    alternatives)."""
+    if need.nodes_named:
+        return None
+    for k, alt in _node_splits(need, inv):
+        if alt.copy_nodes > 1:
+            continue
+        p = _fits_by_deadline(alt, inv, bookings)
+        if p is None:
+            continue
+        per = need.devices // k
+        said = (f"resources.nodes not given: the plan's {need.nodes} machine(s) of {need.per_node} are larger than "
+                f"any {need.device} serving node, so the {need.devices} devices are placed as {k} nodes of {per}, "
+                f"each copy of the model inside one node (as `llmsizer fit --device {need.device} --count "
+                f"{need.devices} --gpus-per-node {per}` lays them out)")
+        return JobCheck(replace(alt, nodes_named=False), True, p, assumption=said)
+    return None
 
 
 def _node_splits(need: JobNeed, inv: Inventory) -> Iterator[tuple[int, JobNeed]]:
