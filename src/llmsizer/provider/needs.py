@@ -214,7 +214,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         # the machines one copy spans as booked: ceil(count / nodes) per node (JobNeed.per_node), which need not be
         # the plan's machine size (12 bare GPUs: 8 + 4 planned, 6 + 6 booked, where a TP-4 copy straddles two)
         copy_nodes=hw.copy_nodes_on(-(-max(1, hw.count) // max(1, hw.nodes))),
-        tp_nodes=_tp_nodes(hw), nodes_named=job.resources.nodes is not None,
+        tp_nodes=_tp_nodes(hw), nodes_named=job.resources.nodes is not None, link_bandwidth=hw.link_bandwidth,
         replan=_replanner(job, request, now, hardware_files, plan_ctx))
 
 

@@ -234,6 +234,9 @@ class JobNeed:
     # the request names its node count (resources.nodes); False: the plan's machines are its own assumption (bare
     # devices laid out on machines of fit's size), so a service may be laid out on the inventory's nodes instead
     nodes_named: bool = True
+    # the link between the devices of one machine [B/s, per direction] (plan/result.py Hardware.link_bandwidth): what
+    # the plan timed a spanning copy's traffic over when it knows no network between machines; None: not known
+    link_bandwidth: float | None = None
 
     @property
     def per_node(self) -> int:
@@ -733,8 +736,10 @@ def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | N
     """What the check says of a run timed on its fabric (:func:`fabric_timed`): the fabric's bandwidth and the
     time there, against the plan's lower bound; where the fabric states no bandwidth, that the window is that lower
     bound and how to give one. '' for any other job."""
-    if p is None or not fabric_timed(need):
+    if p is None:
         return ""
+    if not fabric_timed(need):
+        return serving_fabric_note(need, inv, p)
     if placed.timed_on_fabric:
         there, plan = format_seconds(placed.seconds), format_seconds(need.seconds)
         versus = (f"the same as the plan's {plan}, which times its data-parallel traffic over one machine's link: "
@@ -748,6 +753,45 @@ def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | N
             f"bandwidth: the window is the plan's {format_seconds(need.seconds)}, a lower bound of the run's time "
             f"(data-parallel traffic timed over one machine's link); give the fabric's bandwidth: in the inventory, "
             f"or resources.network in the request")
+
+
+def serving_fabric_note(need: JobNeed, inv: Inventory, p: Placement) -> str:
+    """What the check says of a service whose one copy spans machines (``copy_nodes`` > 1) placed on a fabric while
+    its plan knows no network between machines (``need.network`` None: no resources.network, no instance network):
+    the plan timed the traffic that crosses (:func:`crossing`) over the link inside a machine, and the estimate times
+    serving across machines only over an instance's catalog network, so the service is not re-timed on the fabric.
+    The note gives what that traffic gets there by the core's own rules: a tensor-parallel all-reduce the ring's bus
+    bandwidth, the slower of the link and the machine's network (formulas/network.py eq. 11, as the estimate times
+    it over an instance's network); a pipeline send one device's share of the machine's network (eq. 8, as
+    estimate/fit.py ``pipeline_hop_bandwidth``). '' for any other job, or where the fabric is not slower than the
+    link."""
+    from ..formulas.network import device_share_of_node_bandwidth, ring_bus_bandwidth
+    if need.kind == "training" or need.copy_nodes <= 1 or need.network is not None or not p.nodes:
+        return ""
+    fid = inv.node(p.nodes[0]).fabric
+    bw = next((f.bandwidth for f in inv.site(p.site).fabrics if f.id == fid), None)
+    link = need.link_bandwidth
+    what = crossing(need.tp_nodes)
+    if not bw:
+        return (f"one copy of the model spans {need.copy_nodes} machines ({what}), placed on fabric {fid}, which "
+                "states no bandwidth: the plan timed that traffic over the link inside a machine, so its speed is "
+                "an upper bound; give the fabric's bandwidth: in the inventory")
+    tp_spans = need.tp_nodes is None or need.tp_nodes > 1
+    if tp_spans:
+        got = ring_bus_bandwidth(link or bw, need.copy_nodes, bw)
+        rule = "a ring all-reduce's bus bandwidth, the slower of the link and the machine's network, eq. 11"
+    else:
+        got = device_share_of_node_bandwidth(bw, need.per_node)
+        rule = f"a pipeline send's, one device's share of the machine's network over {need.per_node}, eq. 8"
+    if link and got >= link:
+        return ""
+    plan_link = f"the link inside a machine ({link / 1e9:.3g} GB/s)" if link else "the link inside a machine"
+    return (f"one copy of the model spans {need.copy_nodes} machines ({what}), placed on fabric {fid}'s "
+            f"{format_bits(bw, 'Gb/s')} per node: that traffic gets {got / 1e9:.3g} GB/s there ({rule}, "
+            f"formulas/network.py), while the plan timed it over {plan_link}; the service is not timed again on the "
+            "fabric (serving is timed across machines only over an instance's catalog network), so its tokens/s "
+            "and time to first token are those of a faster network: name an instance whose network the estimate "
+            "knows, or a layout whose copies each fit one machine")
 
 
 def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, start: _dt.datetime, *,
