@@ -785,9 +785,9 @@ def serving_fabric_note(need: JobNeed, inv: Inventory, p: Placement) -> str:
         rule = f"a pipeline send's, one device's share of the machine's network over {need.per_node}, eq. 8"
     if link and got >= link:
         return ""
-    plan_link = f"the link inside a machine ({link / 1e9:.3g} GB/s)" if link else "the link inside a machine"
+    plan_link = f"the link inside a machine ({format_bits(link)})" if link else "the link inside a machine"
     return (f"one copy of the model spans {need.copy_nodes} machines ({what}), placed on fabric {fid}'s "
-            f"{format_bits(bw, 'Gb/s')} per node: that traffic gets {got / 1e9:.3g} GB/s there ({rule}, "
+            f"{format_bits(bw, 'Gb/s')} per node: that traffic gets {format_bits(got)} there ({rule}, "
             f"formulas/network.py), while the plan timed it over {plan_link}; the service is not timed again on the "
             "fabric (serving is timed across machines only over an instance's catalog network), so its tokens/s "
             "and time to first token are those of a faster network: name an instance whose network the estimate "
