@@ -127,3 +127,20 @@ def test_the_web_check_answers_the_same(tmp_path: Path) -> None:
     with TestClient(create_app(provider=cfg), raise_server_exceptions=False) as c:
         r = c.post("/api/v1/capacity/check", json={"request": REQUEST, "no_db": True, "now": NOW[1]})
     assert r.status_code == 200 and r.json() == cli
+
+
+def test_equal_times_are_said_to_agree(tmp_path: Path) -> None:
+    """probe30 N4: "4.1 h, not the plan's 4.1 h". Where the time on the fabric and the plan's lower bound print alike
+    (fit's own seconds with and without --network, in the one time format), the note says they agree; where they
+    differ, it says "not the plan's"."""
+    from llmsizer.units import format_seconds
+    fast, lower = _fit_seconds("--network", "3200 Gb/s"), _fit_seconds()
+    req, inv = _files(tmp_path)
+    code, (c,) = run_json("capacity", "check", req, "--inventory", inv, "--no-db", *NOW)
+    assert code == 0 and c["placement"]["nodes"] == ["fast-01", "fast-02"]
+    note = c["notes"][0]
+    if format_seconds(fast) == format_seconds(lower):
+        assert f"{format_seconds(fast)} (estimate/duration.py), the same as the plan's {format_seconds(lower)}" in note
+        assert "not the plan's" not in note
+    else:
+        assert f"not the plan's {format_seconds(lower)}" in note

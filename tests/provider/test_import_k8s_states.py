@@ -86,7 +86,7 @@ def test_states_read_from_the_real_node_and_its_variants():
     assert gp.state == "Ready=True,taint nvidia.com/gpu:NoSchedule"  # kept in the comment
 
 
-def test_a_cordoned_or_not_ready_node_is_written_commented_out(tmp_path, capsys):
+def test_a_cordoned_or_not_ready_node_is_written_out_of_service(tmp_path, capsys):
     src = _node_list(tmp_path, _variant("nr", "False", taints=(("node.kubernetes.io/not-ready", "NoSchedule"),)),
                      _variant("co", unschedulable=True,
                               taints=(("node.kubernetes.io/unschedulable", "NoSchedule"),)),
@@ -94,18 +94,20 @@ def test_a_cordoned_or_not_ready_node_is_written_commented_out(tmp_path, capsys)
     assert _import(tmp_path, src) == 0
     captured = capsys.readouterr()
     assert "nr: Ready=False,taint node.kubernetes.io/not-ready:NoSchedule (not ready (Ready=False), not ready " \
-           "(taint node.kubernetes.io/not-ready:NoSchedule)), written commented out (not bookable)" in captured.err
+           "(taint node.kubernetes.io/not-ready:NoSchedule)), written out_of_service (not bookable" in captured.err
     assert "co: Ready=True,cordoned,taint node.kubernetes.io/unschedulable:NoSchedule (cordoned " \
            "(spec.unschedulable)" in captured.err
     assert "wrote" in captured.out and "2 bookable node(s)" in captured.out
     text = (tmp_path / "inv.yaml").read_text()
-    assert [n["id"] for n in yaml.safe_load(text)["nodes"]] == ["nori", "gp"]
-    assert "  # - {id: nr, site: lab" in text and "  # - {id: co, site: lab" in text
+    rows = {n["id"]: n.get("out_of_service", "") for n in yaml.safe_load(text)["nodes"]}
+    assert [k for k, v in rows.items() if not v] == ["nori", "gp"]
+    assert rows["nr"].startswith("Ready=False") and "cordoned" in rows["co"]
 
 
-def test_no_bookable_node_writes_it_commented_out(tmp_path, capsys):
+def test_no_bookable_node_writes_it_out_of_service(tmp_path, capsys):
     """probe10 #7: every GPU node out of service was refused (exit 2) with "written commented out" and no file; now
-    the file is written as said, nodes: [] with the row commented out, exit 1 (nothing can be booked)."""
+    the file is written, the row marked out_of_service (probe30 D5: its bookings are kept), exit 1 (nothing can be
+    booked)."""
     (tmp_path / "hw.yaml").write_text(HW)
     doc = json.loads(A16.read_text())
     doc["items"] = [_variant("nori", "Unknown")]
@@ -113,10 +115,11 @@ def test_no_bookable_node_writes_it_commented_out(tmp_path, capsys):
     src.write_text(json.dumps(doc))
     assert _import(tmp_path, src, "x.yaml") == 1
     err = capsys.readouterr().err
-    assert "nori: Ready=Unknown (not reporting to the control plane (Ready=Unknown)), written commented out (not " \
-           "bookable)" in err and "no bookable node at site lab" in err
+    assert "nori: Ready=Unknown (not reporting to the control plane (Ready=Unknown)), written out_of_service (not " \
+           "bookable" in err and "no bookable node at site lab" in err
     text = (tmp_path / "x.yaml").read_text()
-    assert yaml.safe_load(text)["nodes"] == [] and "  # - {id: nori, site: lab" in text
+    (row,) = yaml.safe_load(text)["nodes"]
+    assert row["id"] == "nori" and row["out_of_service"].startswith("Ready=Unknown")
 
 
 @pytest.mark.parametrize(("spec", "message"), [

@@ -56,26 +56,31 @@ def test_a_down_node_is_not_bookable(tmp_path, capsys):
     src = _two_nodes(tmp_path, "DOWN+DRAIN")
     assert run("capacity", "import", "--scontrol", str(src), "--site", "s", "-o", str(inv)) == 0
     err = capsys.readouterr().err
-    assert "gpunode-2: State=DOWN+DRAIN (down, drained by the administrator), written commented out" in err
+    assert "gpunode-2: State=DOWN+DRAIN (down, drained by the administrator), written out_of_service" in err
     data = yaml.safe_load(inv.read_text())
-    assert [n["id"] for n in data["nodes"]] == ["gpunode-1"]  # the catalog's a40: no --device-map needed
+    assert [n["id"] for n in data["nodes"]] == ["gpunode-1", "gpunode-2"]  # the catalog's a40: no --device-map needed
     assert data["nodes"][0]["device"] == "a40" and data["nodes"][0]["cpus"] == 11
-    assert "# - {id: gpunode-2" in inv.read_text()
+    assert "out_of_service" not in data["nodes"][0]
+    assert data["nodes"][1]["out_of_service"] == "State=DOWN+DRAIN (down, drained by the administrator)"
+    nodes = parse_inventory(inv.read_text(), source="inv.yaml").nodes
+    assert [(n.id, bool(n.out_of_service)) for n in nodes] == [("gpunode-1", False), ("gpunode-2", True)]
     # every GPU node out of service (probe10 #7: the message said "written commented out" and no file was
-    # written): the inventory is written with the node commented out, as said, and the import exits 1 (nothing can
-    # be booked), so a provider re-importing after a node fails keeps its row to restore
+    # written): the inventory is written with the node out of service, as said, and the import exits 1 (nothing can
+    # be booked); a drained node is still the provider's (probe30 D5), so its row reads back and keeps its bookings
     only = tmp_path / "down.txt"
     only.write_text(A40.read_text().replace("State=IDLE+DYNAMIC_NORM", "State=DOWN+DRAIN"))
     out = tmp_path / "x.yaml"
     assert run("capacity", "import", "--scontrol", str(only), "--site", "s", "-o", str(out)) == 1
     err = capsys.readouterr().err
-    assert "gpunode-1: State=DOWN+DRAIN (down, drained by the administrator), written commented out" in err
+    assert "gpunode-1: State=DOWN+DRAIN (down, drained by the administrator), written out_of_service" in err
     assert "no bookable node at site s" in err
     text = out.read_text()
-    assert yaml.safe_load(text)["nodes"] == [] and "  # - {id: gpunode-1, site: s, device: a40" in text
-    # the operator's step the file names: delete [] and uncomment the row -> the node is bookable again
-    back = text.replace("nodes: []", "nodes:").replace("  # - {id: gpunode-1", "  - {id: gpunode-1")
-    assert [n.id for n in parse_inventory(back, source="back.yaml").nodes] == ["gpunode-1"]
+    (row,) = yaml.safe_load(text)["nodes"]
+    assert row["id"] == "gpunode-1" and row["out_of_service"].startswith("State=DOWN+DRAIN")
+    # the operator's step the file names: delete out_of_service: -> the node is bookable again
+    back = "\n".join(ln.replace(', out_of_service: "State=DOWN+DRAIN (down, drained by the administrator)"', "")
+                     for ln in text.splitlines())
+    assert [(n.id, n.out_of_service) for n in parse_inventory(back, source="back.yaml").nodes] == [("gpunode-1", "")]
     from llmsizer.errors import InputError
     from llmsizer.provider.scheduler_import import inventory_yaml
     with pytest.raises(InputError, match=r"no node with a gpu GRES$"):  # no GPU node at all: nothing to write

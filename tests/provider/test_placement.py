@@ -368,7 +368,8 @@ def test_need_of_reads_maintenance_windows_and_interruptible_periods():
     from types import SimpleNamespace
 
     from llmsizer.provider.needs import need_of
-    hw = SimpleNamespace(device="h100-sxm", count=1, nodes=1, device_kind="gpu", copy_nodes_on=lambda per_node: 1)
+    hw = SimpleNamespace(device="h100-sxm", count=1, nodes=1, device_kind="gpu", copy_nodes_on=lambda per_node: 1,
+                         tensor_parallel=1, link_bandwidth=None)
     jp = SimpleNamespace(hardware=hw, facts={}, kind="inference", name="s", warnings=())
     from llmsizer.request.spec import InferenceJob, Service
     sv = Service(duration=86400.0, maintenance_windows=("Sundays 02:00-04:00 UTC",),

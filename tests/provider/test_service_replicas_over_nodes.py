@@ -1,7 +1,7 @@
 """A 2-GPU service on an inventory of 1-GPU nodes (probe6 defect 11, the imported-Slurm A40 case): the plan lays the
-two devices out as TP 2 on one machine, which no node holds ([node-size]); the same devices as two replicas, one per
-node, hold the 8B model (one A40 has 48 GB for its 16 GB of bf16 weights). The check names that layout as the
-alternative, and the request naming it (resources.nodes: 2: fit's layout on machines of 1, `fit --gpus-per-node 1`,
+two devices out as TP 2 on one machine, which no node holds; the same devices as two replicas, one per
+node, hold the 8B model (one A40 has 48 GB for its 16 GB of bf16 weights). The request names no node count, so the
+check places that layout (probe30 N3), and the request naming it (resources.nodes: 2: fit's layout on machines of 1, `fit --gpus-per-node 1`,
 whose tensor-parallel degree within a machine is 1, so two replicas) fits on exactly the nodes it names. A service's nodes run no collective between them, so they need
 no common fabric (an imported cluster has none)."""
 
@@ -53,13 +53,14 @@ def _check(tmp_path: Path, nodes: str = "") -> tuple[int, list]:
     return code, d
 
 
-def test_a_tp_group_wider_than_the_nodes_names_the_replica_layout(tmp_path: Path) -> None:
+def test_a_tp_group_wider_than_the_nodes_is_placed_as_the_replica_layout(tmp_path: Path) -> None:
+    """The request names no node count, so the plan's one 2-GPU machine is an assumption: the check places the
+    replica layout itself, saying so (probe30 N3; before, [node-size] with this layout as the alternative)."""
     code, d = _check(tmp_path)
     c = d[0]
-    assert code == 1 and c["fits"] is False and c["binding"] == "node-size"
-    alt = [a for a in c["alternatives"] if a.startswith("over 2 nodes of 1 device")]
-    assert len(alt) == 1 and "gpunode-1-01, gpunode-1-02" in alt[0] and "resources.nodes: 2" in alt[0]
-    assert "--count 2 --gpus-per-node 1" in alt[0]
+    assert code == 0 and c["fits"] is True, c
+    assert sorted(c["placement"]["nodes"]) == ["gpunode-1-01", "gpunode-1-02"]
+    assert "placed as 2 nodes of 1" in c["assumption"] and "--count 2 --gpus-per-node 1" in c["assumption"]
 
 
 def test_the_request_naming_that_layout_fits_where_the_alternative_says(tmp_path: Path) -> None:

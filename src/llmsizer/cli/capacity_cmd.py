@@ -173,10 +173,10 @@ def register(sub: Any) -> None:
     q = cs.add_parser("import", help="write an inventory from `scontrol show node` output (either form) or a "
                                      "Kubernetes node list (`kubectl get nodes -o json`)",
                       description="Write an inventory from `scontrol show node` output (either form) or a Kubernetes "
-                                  "node list. A node that takes no new work is written commented out. Exit 0: "
-                                  "written; 1: written, but every GPU node is out of service (nodes: [], each row "
-                                  "commented out: nothing can be booked until one is back); 2: invalid input, "
-                                  "nothing written.")
+                                  "node list. A node that takes no new work (drained, down, cordoned) is written "
+                                  "with out_of_service: (not bookable; the bookings it holds are kept, with a "
+                                  "warning). Exit 0: written; 1: written, but every GPU node is out of service "
+                                  "(nothing can be booked until one is back); 2: invalid input, nothing written.")
     src = q.add_mutually_exclusive_group(required=True)
     src.add_argument("--scontrol", metavar="FILE", help="saved output of `scontrol show node [--oneliner]`")
     src.add_argument("--kubectl", metavar="FILE", help="saved output of `kubectl get nodes -o json` (GPU count from "
@@ -186,7 +186,7 @@ def register(sub: Any) -> None:
     q.add_argument("--device-map", action="append", default=[], metavar="TYPE=DEVICE",
                    help="Slurm GPU type or Kubernetes product label -> catalog device (a100=a100-sxm-80gb); needed "
                         "unless the type or product is a catalog name; '?=DEVICE' for an untyped Slurm GRES "
-                        "(Gres=gpu:1, no Type in gres.conf)")
+                        "(Gres=gpu:1, no Type in gres.conf); several comma-separated or one flag each")
     q.add_argument("--pools", default=IMPORT_POOLS,
                    help=f"pools every node joins (comma-separated; default {IMPORT_POOLS}: bookable by training jobs "
                         "and services, never both at once on one node; --pools serving for inference-only nodes, "
@@ -325,9 +325,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     why = "an inventory may hold storage, fabrics and policy added by hand"
     check_output_file(args.output, [given], force=args.force, why=why)
     mapping = {}
-    for m in args.device_map:
+    # one flag may hold several mappings, comma-separated as --pools is: a Slurm GPU type is an entry of the Gres
+    # list, which commas delimit (slurm.conf(5) "Gres"), and neither a product label nor a catalog id holds one
+    for m in (x for flag in args.device_map for x in flag.split(",")):
         if "=" not in m:
-            raise InputError(f"--device-map {m!r}: write TYPE=DEVICE (a100=a100-sxm-80gb)")
+            raise InputError(f"--device-map {m!r}: write TYPE=DEVICE (a100=a100-sxm-80gb), several as "
+                             "a100=a100-sxm-80gb,h100=h100-sxm or one flag each")
         k, v = m.split("=", 1)
         mapping[si.gpu_type_key(k.strip())] = v.strip()  # '?=DEVICE' (or '=DEVICE'): an untyped Gres=gpu:N
     cat = load_catalog(args.hardware_file)
@@ -352,11 +355,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     say(f"note: {si.FABRIC_NOTE}", file=sys.stderr)
     say(f"note: every node joins pool(s) {', '.join(pools)} (--pools; a training job runs only on "
         "'training' nodes, a service only on 'serving' ones)", file=sys.stderr)
-    if not written.nodes:  # every GPU node out of service: written commented out, nothing bookable (exit 1)
-        say(f"wrote {args.output}: no bookable node at site {args.site}: every GPU node is out of service and "
-            "written commented out; nothing can be booked until one is back (uncomment its row)", file=sys.stderr)
+    bookable = [n for n in written.nodes if not n.out_of_service]
+    if not bookable:  # every GPU node out of service: written so, nothing bookable (exit 1)
+        say(f"wrote {args.output}: no bookable node at site {args.site}: every GPU node is out of service "
+            "(written with out_of_service:); nothing can be booked until one is back (delete its out_of_service:)",
+            file=sys.stderr)
         return 1
-    say(f"wrote {args.output}: {len(written.nodes)} bookable node(s) at site {args.site}")
+    down = len(written.nodes) - len(bookable)
+    say(f"wrote {args.output}: {len(bookable)} bookable node(s) at site {args.site}"
+        + (f", {down} out of service" if down else ""))
     return 0
 
 
@@ -448,7 +455,7 @@ def _checks(args: argparse.Namespace) -> tuple[Any, list[Any], list[Any], dict[s
     idempotency key `book` recognises, :func:`already_booked`: checked against its own booking, a booked job
     would not fit)."""
     from ..provider.placement import check_needs
-    from ..provider.store import refuse_orphans
+    from ..provider.store import out_of_service, out_of_service_text, refuse_orphans
     inv, req, needs = _needs(args)
     found: dict[str, tuple[str, str]] = {}
     store = None if args.no_db else _store(args, readonly=True)
@@ -458,8 +465,11 @@ def _checks(args: argparse.Namespace) -> tuple[Any, list[Any], list[Any], dict[s
         finally:
             store.close()
     bookings = _bookings(args)
-    refuse_orphans(inv, bookings, _utcnow(args), web=over_http(args))  # a renamed node would look free: no
-    # answer until reconciled
+    # a renamed node would look free: no answer on its device until reconciled (a check on other devices goes on)
+    refuse_orphans(inv, bookings, _utcnow(args), web=over_http(args), devices=[n.device for n in needs])
+    drained = out_of_service(inv, bookings, _utcnow(args))
+    if drained:
+        say(f"warning: {out_of_service_text(drained)}", file=sys.stderr)
     rest = [n for n in needs if n.name not in found]
     return inv, needs, check_needs(rest, inv, bookings, _utcnow(args)), found  # no earlier window than now
 
@@ -649,7 +659,8 @@ def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetim
     tries = RACE_RETRIES if args.earliest else 1
     for attempt in range(tries if needs else 0):
         held = [] if args.no_db or store.read is None else store.read.bookings()
-        refuse_orphans(inv, held, now, web=over_http(args))  # before anything is written: the same rule as `check`
+        # before anything is written: the same rule as `check`
+        refuse_orphans(inv, held, now, web=over_http(args), devices=[n.device for n in needs])
         checks = check_needs(needs, inv, held)
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
         for c in missing:

@@ -25,7 +25,7 @@ from typing import Any
 from ..request.windows import Agreement
 from .inventory import Inventory, Maintenance
 from .placement import Booking
-from .store import LIVE, orphan_remedy, orphan_text, orphaned
+from .store import LIVE, orphan_remedy, orphan_text, orphaned, out_of_service, out_of_service_text
 
 #: why a service booked before schema 5 is listed, not refused
 UNKNOWN = ("it was booked before the store recorded the maintenance windows a service's request agreed to, so "
@@ -161,6 +161,9 @@ def disagreement_warnings(inv: Inventory, live: Sequence[Booking], inventory: st
     if orphans:
         out.append(f"{orphan_text(orphans)}; the chart does not show them as booked ("
                    f"{orphan_remedy(inventory, '', named=False, web=web)})")
+    drained = out_of_service(inv, live)
+    if drained:
+        out.append(out_of_service_text(drained))
     found = in_maintenance(inv, live)
     refused = [f for f in found if f.refused]
     if refused:

@@ -24,6 +24,11 @@ jurisdiction/region (e.g. ``DE``, ``EU``), shown with every placement; ``max_sen
 class the site is cleared for (public < internal < confidential < restricted; default restricted: no limit).
 
 ``count: N`` on a node expands it into N identical nodes ``<id>-01`` .. ``<id>-N``.
+
+``out_of_service: WHY`` marks a node that takes no new work (drained, down, in repair: ``capacity import`` writes the
+scheduler's state there). It is still the provider's machine: the bookings it holds stay booked and are named with a
+warning (re-place or release them), and no new job is placed on it. A node deleted from the file is removed: its live
+bookings are orphans (:func:`.store.orphaned`), which block the checks that could take the same machine again.
 Times are UTC, written ``2025-10-01`` or ``2025-10-01 06:00``.
 """
 
@@ -94,6 +99,9 @@ class Node:
     fabric: str | None = None
     pools: tuple[str, ...] = ()
     line: int = 0
+    # why the node takes no new work ('' : in service): a drained or down node (capacity import writes the
+    # scheduler's state here). It keeps its bookings, shown with a warning; no new job is placed on it
+    out_of_service: str = ""
 
     @property
     def ram_per_device(self) -> int:
@@ -168,7 +176,7 @@ def _closest(word: str, options: Sequence[str]) -> str:
 SITE_KEYS = ("id", "name", "operator", "jurisdiction", "regions", "max_sensitivity", "public_addresses",
              "isolated_segments", "fabrics")
 FABRIC_KEYS = ("id", "bandwidth")
-NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count")
+NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count", "out_of_service")
 # keys a node does not take, and where what they would say is stated instead
 NOT_INVENTORY_KEYS = {
     "memory": "a node's device memory is its device's entry: the hardware catalog's, or a --hardware-file entry "
@@ -449,7 +457,8 @@ class _Reader:
                     "for a GPU server (weights are read through host memory to be loaded); check the value")
             kw = dict(site=site or "", device=dev_id or "", devices=devices or 0, cpus=cpus or 0, ram=ram or 0,
                       disk=self.scalar(m, "disk", where, "size", default=0),
-                      fabric=fabric, pools=pools, line=nn.start_mark.line + 1)
+                      fabric=fabric, pools=pools, line=nn.start_mark.line + 1,
+                      out_of_service=self.scalar(m, "out_of_service", where, "str", default="") or "")
             names = [nid] if (count or 1) == 1 else [f"{nid}-{k:02d}" for k in range(1, (count or 1) + 1)]
             for name in names:
                 if nid is None:

@@ -214,7 +214,17 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         # the machines one copy spans as booked: ceil(count / nodes) per node (JobNeed.per_node), which need not be
         # the plan's machine size (12 bare GPUs: 8 + 4 planned, 6 + 6 booked, where a TP-4 copy straddles two)
         copy_nodes=hw.copy_nodes_on(-(-max(1, hw.count) // max(1, hw.nodes))),
+        tp_nodes=_tp_nodes(hw), nodes_named=job.resources.nodes is not None, link_bandwidth=hw.link_bandwidth,
         replan=_replanner(job, request, now, hardware_files, plan_ctx))
+
+
+def _tp_nodes(hw: Any) -> int:
+    """The most machines one tensor-parallel group spans on the booked layout (``ceil(count / nodes)`` per node, as
+    ``copy_nodes``): the count's TP groups laid out in rank order, each ``tensor_parallel`` devices
+    (estimate/fit.py ``worst_copy_machines``, the copies' rule applied to the groups)."""
+    from ..estimate.fit import worst_copy_machines
+    tp = max(1, hw.tensor_parallel)
+    return worst_copy_machines(tp, -(-max(1, hw.count) // max(1, hw.nodes)), max(1, hw.count // tp))
 
 
 def _usd(v: Any) -> float | None:

@@ -227,6 +227,16 @@ class JobNeed:
     # parallelism crosses machines, 2 for 405B at TP 16 on 2 x 8 GPUs); 1: each copy inside one machine (a
     # service's replicas, one per machine), or not known (a hand-made need, a booking stored before schema 6)
     copy_nodes: int = 1
+    # the machines one tensor-parallel group of a copy spans, laid out as ``copy_nodes`` is (estimate/fit.py
+    # ``worst_copy_machines`` on the tensor-parallel degree): 1 where each TP group stays inside a machine and only a
+    # copy's pipeline stages cross machines; None: not known (a hand-made need, a re-placed booking)
+    tp_nodes: int | None = None
+    # the request names its node count (resources.nodes); False: the plan's machines are its own assumption (bare
+    # devices laid out on machines of fit's size), so a service may be laid out on the inventory's nodes instead
+    nodes_named: bool = True
+    # the link between the devices of one machine [B/s, per direction] (plan/result.py Hardware.link_bandwidth): what
+    # the plan timed a spanning copy's traffic over when it knows no network between machines; None: not known
+    link_bandwidth: float | None = None
 
     @property
     def per_node(self) -> int:
@@ -550,6 +560,12 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
         raise NoFit(need.memory_binding, need.memory_verdict, waits=False)
     if need.duration_verdict:
         raise NoFit("duration", need.duration_verdict, waits=False)
+    working = [n for n in of_type if not n.out_of_service]
+    if not working:
+        down = _few([f"{n.id}: {n.out_of_service}" for n in of_type], 2)
+        raise NoFit("device", f"every {need.device} node is out of service ({down}): none takes new work until "
+                    "its out_of_service: is removed from the inventory", waits=False)
+    of_type = working
     pooled = [n for n in of_type if need.label in n.pools]
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "
@@ -612,8 +628,25 @@ def _why_fabric(need: JobNeed) -> str:
     """Why ``need`` stays inside one fabric (:attr:`JobNeed.one_fabric`), as the subject of a refusal."""
     if need.kind == "training":
         return f"{need.nodes}-node training job"
-    return (f"{need.nodes}-node service whose one copy of the model spans {need.copy_nodes} machines (tensor "
-            "parallel across machines: all-reduces between them every layer)")
+    return (f"{need.nodes}-node service whose one copy of the model spans {need.copy_nodes} machines "
+            f"({crossing(need.tp_nodes)})")
+
+
+def crossing(tp_nodes: int | None) -> str:
+    """What crosses between the machines one copy of a served model spans, in words: the one wording of the check's
+    refusal and the scheduler export's comment. Megatron-LM's layout, which vLLM and SGLang follow, puts the
+    tensor-parallel ranks of a stage next to each other, so a copy of TP t x PP p on machines of n devices keeps each
+    TP group in one machine when its ``tp_nodes`` (:attr:`JobNeed.tp_nodes`) is 1: then only the pipeline stages'
+    activations cross, point-to-point, once per stage boundary; where a TP group itself spans machines, its
+    all-reduces cross every layer. None: not known (a booking records only the machines a copy spans)."""
+    if tp_nodes is None:
+        return ("model parallel across machines: pipeline sends, or tensor-parallel all-reduces where a tensor-"
+                "parallel group itself spans machines")
+    if tp_nodes <= 1:
+        return ("pipeline stages across machines: point-to-point sends between them; each tensor-parallel group "
+                "stays inside one machine")
+    return (f"tensor parallel across machines: each tensor-parallel group spans {tp_nodes} machines, all-reduces "
+            "between them every layer")
 
 
 def _few(ids: Sequence[str], shown: int = 4) -> str:
@@ -703,18 +736,62 @@ def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | N
     """What the check says of a run timed on its fabric (:func:`fabric_timed`): the fabric's bandwidth and the
     time there, against the plan's lower bound; where the fabric states no bandwidth, that the window is that lower
     bound and how to give one. '' for any other job."""
-    if p is None or not fabric_timed(need):
+    if p is None:
         return ""
+    if not fabric_timed(need):
+        return serving_fabric_note(need, inv, p)
     if placed.timed_on_fabric:
+        there, plan = format_seconds(placed.seconds), format_seconds(need.seconds)
+        versus = (f"the same as the plan's {plan}, which times its data-parallel traffic over one machine's link: "
+                  "the fabric does not lengthen the run" if there == plan else
+                  f"not the plan's {plan}, which times its data-parallel traffic over one machine's link")
         return (f"the request states no network between machines (resources.network), so the run is timed on fabric "
                 f"{placed.timed_on_fabric}'s {format_bits(placed.network or 0, 'Gb/s')} per node, where it is placed: "
-                f"{format_seconds(placed.seconds)} (estimate/duration.py), not the plan's "
-                f"{format_seconds(need.seconds)}, which times its data-parallel traffic over one machine's link")
+                f"{there} (estimate/duration.py), {versus}")
     fabric = inv.node(p.nodes[0]).fabric if p.nodes else None
     return (f"the request states no network between machines (resources.network) and fabric {fabric} states no "
             f"bandwidth: the window is the plan's {format_seconds(need.seconds)}, a lower bound of the run's time "
             f"(data-parallel traffic timed over one machine's link); give the fabric's bandwidth: in the inventory, "
             f"or resources.network in the request")
+
+
+def serving_fabric_note(need: JobNeed, inv: Inventory, p: Placement) -> str:
+    """What the check says of a service whose one copy spans machines (``copy_nodes`` > 1) placed on a fabric while
+    its plan knows no network between machines (``need.network`` None: no resources.network, no instance network):
+    the plan timed the traffic that crosses (:func:`crossing`) over the link inside a machine, and the estimate times
+    serving across machines only over an instance's catalog network, so the service is not re-timed on the fabric.
+    The note gives what that traffic gets there by the core's own rules: a tensor-parallel all-reduce the ring's bus
+    bandwidth, the slower of the link and the machine's network (formulas/network.py eq. 11, as the estimate times
+    it over an instance's network); a pipeline send one device's share of the machine's network (eq. 8, as
+    estimate/fit.py ``pipeline_hop_bandwidth``). '' for any other job, or where the fabric is not slower than the
+    link."""
+    from ..formulas.network import device_share_of_node_bandwidth, ring_bus_bandwidth
+    if need.kind == "training" or need.copy_nodes <= 1 or need.network is not None or not p.nodes:
+        return ""
+    fid = inv.node(p.nodes[0]).fabric
+    bw = next((f.bandwidth for f in inv.site(p.site).fabrics if f.id == fid), None)
+    link = need.link_bandwidth
+    what = crossing(need.tp_nodes)
+    if not bw:
+        return (f"one copy of the model spans {need.copy_nodes} machines ({what}), placed on fabric {fid}, which "
+                "states no bandwidth: the plan timed that traffic over the link inside a machine, so its speed is "
+                "an upper bound; give the fabric's bandwidth: in the inventory")
+    tp_spans = need.tp_nodes is None or need.tp_nodes > 1
+    if tp_spans:
+        got = ring_bus_bandwidth(link or bw, need.copy_nodes, bw)
+        rule = "a ring all-reduce's bus bandwidth, the slower of the link and the machine's network, eq. 11"
+    else:
+        got = device_share_of_node_bandwidth(bw, need.per_node)
+        rule = f"a pipeline send's, one device's share of the machine's network over {need.per_node}, eq. 8"
+    if link and got >= link:
+        return ""
+    plan_link = f"the link inside a machine ({format_bits(link)})" if link else "the link inside a machine"
+    return (f"one copy of the model spans {need.copy_nodes} machines ({what}), placed on fabric {fid}'s "
+            f"{format_bits(bw, 'Gb/s')} per node: that traffic gets {format_bits(got)} there ({rule}, "
+            f"formulas/network.py), while the plan timed it over {plan_link}; the service is not timed again on the "
+            "fabric (serving is timed across machines only over an instance's catalog network), so its tokens/s "
+            "and time to first token are those of a faster network: name an instance whose network the estimate "
+            "knows, or a layout whose copies each fit one machine")
 
 
 def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, start: _dt.datetime, *,
@@ -935,6 +1012,9 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
     except NoFit as e:
         reason = e
         if e.binding == "node-size" and need.kind != "training":
+            split = _replicas_per_node(need, inv, bookings)
+            if split is not None:
+                return split
             reason = NoFit(e.binding, e.reason + _node_split_refusal(need, inv, bookings), waits=e.waits)
     later, _ = earliest(replace(need, start=not_before) if not_before is not None and not_before > need.start
                         else need, inv, bookings)
@@ -999,6 +1079,30 @@ def _replicas_over_nodes(need: JobNeed, inv: Inventory, bookings: Sequence[Booki
                     f"`llmsizer fit --device {need.device} --count {need.devices} --gpus-per-node {per}` chooses): "
                     f"fits on {', '.join(p.nodes)} at {p.site}"]
     return []
+
+
+def _replicas_per_node(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> JobCheck | None:
+    """A service whose request names no node count (``need.nodes_named`` False: the plan laid its devices on machines
+    of fit's size, an assumption) and whose devices per node no serving node holds: placed on the fewest nodes of
+    the inventory's size whose plan (``need.replan`` naming them, :func:`_node_splits`) keeps each copy of the model
+    inside one node (``copy_nodes`` 1: its replicas one or more per node, no collective between nodes), when that
+    is free in the requested window; the answer says so. None otherwise (the node-size refusal stands, with its
+    alternatives)."""
+    if need.nodes_named:
+        return None
+    for k, alt in _node_splits(need, inv):
+        if alt.copy_nodes > 1:
+            continue
+        p = _fits_by_deadline(alt, inv, bookings)
+        if p is None:
+            continue
+        per = need.devices // k
+        said = (f"resources.nodes not given: the plan's {need.nodes} machine(s) of {need.per_node} are larger than "
+                f"any {need.device} serving node, so the {need.devices} devices are placed as {k} nodes of {per}, "
+                f"each copy of the model inside one node (as `llmsizer fit --device {need.device} --count "
+                f"{need.devices} --gpus-per-node {per}` lays them out)")
+        return JobCheck(replace(alt, nodes_named=False), True, p, assumption=said)
+    return None
 
 
 def _node_splits(need: JobNeed, inv: Inventory) -> Iterator[tuple[int, JobNeed]]:

@@ -43,7 +43,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .placement import ONGOING_END, moment_after
+from .placement import ONGOING_END, crossing, moment_after
 
 FORMATS = ("slurm", "kueue", "blazar")
 
@@ -68,11 +68,13 @@ class Handover:
 
     @property
     def span_note(self) -> str:
-        """A comment line for a booking whose one copy spans machines (tensor parallel across them): its nodes were
-        placed on one fabric (placement.py ``JobNeed.one_fabric``) and must run together; empty otherwise."""
+        """A comment line for a booking whose one copy spans machines (what crosses between them in placement.py
+        :func:`crossing`'s words; a booking records the machines a copy spans, not its tensor-parallel layout): its
+        nodes were placed on one fabric (placement.py ``JobNeed.one_fabric``) and must run together; empty
+        otherwise."""
         if (self.copy_nodes or 1) <= 1:
             return ""
-        return (f"# one copy of the model spans {self.copy_nodes} machines (tensor parallel across them): the booked "
+        return (f"# one copy of the model spans {self.copy_nodes} machines ({crossing(None)}): the booked "
                 "nodes share one fabric; run the copy on them together\n")
 
     @property

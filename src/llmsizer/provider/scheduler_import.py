@@ -3,12 +3,14 @@
 -o json``, or one node: ``kubectl get node NAME -o json``).
 
 Read per node (Slurm's scontrol(1) NODE fields): ``NodeName``, ``Gres`` (``gpu:<type>:<count>(S:...)``: the GPU type
-and count; a node without a ``gpu`` GRES is skipped and counted; an untyped ``gpu:<count>`` is mapped by
+and count, every ``gpu`` entry of the list read, :func:`_node_gpus`: a node with two GPU types is refused in one
+line; a node without a ``gpu`` GRES is skipped and counted; an untyped ``gpu:<count>`` is mapped by
 ``--device-map '?=DEVICE'``, :data:`UNTYPED`), ``CPUEfctv`` (the CPUs jobs may use: ``CPUTot``
 less the cores ``CoreSpecCount``/``CPUSpecList`` reserve for the system, scontrol(1) "CPUEfctv"; ``CPUTot`` when an
 older Slurm does not print it), ``RealMemory`` (MiB), ``Partitions``, ``State``, ``AvailableFeatures``. A node whose
-``State`` says it takes no new work (:data:`UNAVAILABLE`) is not bookable: it is written commented out, with the
-reason, and named on stderr. The GPU type is a Slurm name (``a40``, ``a100``), not a catalog id: the operator maps
+``State`` says it takes no new work (:data:`UNAVAILABLE`) is not bookable: it is written with ``out_of_service:``
+(the state and the reason: a drained node is not a removed one, so the bookings it holds stay booked, with a
+warning) and named on stderr. The GPU type is a Slurm name (``a40``, ``a100``), not a catalog id: the operator maps
 each to a catalog device (``--device-map a100=a100-sxm-80gb``; a type that is already a catalog id needs none), since
 Slurm does not say which variant (memory, SXM or PCIe) a node has.
 
@@ -22,8 +24,8 @@ advertised, ``-MIG-<profile>`` for a MIG resource; shared GPUs advertise replica
 per GPU from ``nvidia.com/gpu.memory`` (NVML total memory in MiB, same file: ``GetTotalMemoryMB``); CPUs and RAM
 from ``status.capacity`` (Kubernetes quantities); the node pool from the managed-Kubernetes pool labels
 (``POOL_LABELS``). A node that takes no new pods (:data:`K8S_UNAVAILABLE`: its Ready condition False or Unknown,
-cordoned, or a node-state taint with effect NoSchedule or NoExecute) is not bookable: written commented out, with the
-reason, and named on stderr, as a Slurm node that takes no new jobs. A product is matched to a catalog device the way
+cordoned, or a node-state taint with effect NoSchedule or NoExecute) is not bookable: written with
+``out_of_service:`` and named on stderr, as a Slurm node that takes no new jobs. A product is matched to a catalog device the way
 ``hardware detect`` matches a driver name (:func:`..catalog.detect.catalog_gpu`), or mapped by the operator
 (``--device-map PRODUCT=DEVICE``). Pure: text in, records and YAML text out.
 """
@@ -119,15 +121,33 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
         name = _slurm_name(f.get("NodeName", ""), "node name", f"{source}:{line}")
         for p in (x for x in f.get("Partitions", "").split(",") if x):
             _slurm_name(p, f"node {name!r}: partition", f"{source}:{line}")
-        gpu = _GPU.search(f.get("Gres", ""))
+        gpu_type, gpus = _node_gpus(f.get("Gres", ""), name, f"{source}:{line}")
         total = _num(f, "CPUTot", name, source)
         cpus = _num(f, "CPUEfctv", name, source) if "CPUEfctv" in f else total
-        out.append(SlurmNode(name, gpu.group(1) if gpu else None, int(gpu.group(2)) if gpu else 0,
+        out.append(SlurmNode(name, gpu_type, gpus,
                              cpus, _num(f, "RealMemory", name, source),
                              tuple(p for p in f.get("Partitions", "").split(",") if p),
                              f.get("State", ""), tuple(x for x in f.get("AvailableFeatures", "").split(",")
                                                        if x and x != "(null)"), total, line))
     return out
+
+
+def _node_gpus(gres: str, name: str, where: str) -> tuple[str | None, int]:
+    """(GPU type, count) of a node's ``Gres`` field. Slurm writes it as a comma-delimited list of GRES
+    specifications, each ``<name>[:<type>]:<count>`` (slurm.conf(5) "Gres", e.g. ``Gres=gpu:tesla:1,gpu:kepler:1``:
+    one node with two GPU types; gres.conf(5) "Type"); scontrol show node prints the list with each entry's sockets,
+    ``gpu:a100:2(S:0-1),gpu:h100:2(S:2-3)``. Every ``gpu`` entry is read: entries of one type are added up; a node
+    with two GPU types is refused in one line, since an inventory node holds one device type (inventory.Node.device)
+    and keeping only one type would drop the other's devices without a word."""
+    by_type: dict[str | None, int] = {}
+    for m in _GPU.finditer(gres):
+        by_type[m.group(1)] = by_type.get(m.group(1), 0) + int(m.group(2))
+    if len(by_type) > 1:
+        kinds = ", ".join(f"{gpu_type_key(t)} x{n}" for t, n in by_type.items())
+        raise InputError(f"{where}: node {name!r} has {len(by_type)} GPU types ({kinds}, Gres={short(gres)}); an "
+                         "inventory node holds one device type: write this node by hand as one row per type, each "
+                         "with its own id (and its share of cpus and ram), and take its record out of the input to import the rest")
+    return next(iter(by_type.items()), (None, 0))
 
 
 def _slurm_name(value: str, what: str, where: str) -> str:
@@ -237,23 +257,23 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
 
 
 def _nodes_list(lines: list[str], kept: int) -> str:
-    """The inventory's text. With no bookable node (every GPU node out of service, each written commented out) the
-    list is written empty, ``nodes: []``, so the file reads back (an inventory of no node books nothing) and keeps
-    the rows for the operator: the one rule of both imports."""
-    if not kept:
-        at = lines.index("nodes:")
-        lines[at] = "nodes: []  # no node in service: when one is back, delete [] and uncomment its row below"
+    """The inventory's text (``kept``: its bookable nodes, for the callers' counts). Every GPU node is a row, those out
+    of service marked so (:func:`_write_node`), so the file reads back even when none is bookable: the one rule of
+    both imports."""
     return "\n".join(lines) + "\n"
 
 
 def _write_node(lines: list[str], notes: list[str], name: str, row: str, state: str, why: str) -> bool:
-    """Write one imported node's ``row`` (a YAML list item): bookable as it is, or, when ``why`` says it takes no new
-    work, commented out with the reason (kept in the file for the operator) and named in ``notes`` (stderr). The one
-    rule of both imports; True when written bookable."""
+    """Write one imported node's ``row`` (a YAML flow-mapping list item, then its ``  # comment``): bookable as it
+    is, or, when ``why`` says it takes no new work, with ``out_of_service:`` giving the state and the reason
+    (inventory.Node.out_of_service: still the provider's machine, so the bookings it holds stay booked, shown with a
+    warning; no new job is placed on it) and named in ``notes`` (stderr). The one rule of both imports; True when
+    written bookable."""
     if why:
-        lines.append(f"  # not bookable, {state} ({why}): uncomment when the node is back in service")
-        lines.append(f"  # {row}")
-        notes.append(f"{name}: {state} ({why}), written commented out (not bookable)")
+        at = row.index("}  # ")
+        row = f"{row[:at]}, out_of_service: {json.dumps(f'{state} ({why})')}{row[at:]}"
+        lines.append(f"  {row}")
+        notes.append(f"{name}: {state} ({why}), written out_of_service (not bookable; its bookings are kept)")
         return False
     lines.append(f"  {row}")
     return True

@@ -826,15 +826,19 @@ class Orphan:
         return {"node": self.node, "reservations": list(self.ids), "why": self.why}
 
 
-def orphaned(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> list[Orphan]:
+def orphaned(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None,
+             devices: Sequence[str] | None = None) -> list[Orphan]:
     """The one rule for bookings the inventory cannot place: every booking of ``bookings`` (held, confirmed,
     active; requested ones where the caller passes them) with a hold on ``node:<id>`` that has not ended by ``now``
     (every hold when None), where the
     inventory has no node ``<id>`` or the node's device is not the booked one (bookings made before schema 3 carry
-    no device and are checked by node only). Grouped per node and reason, in the order first seen."""
+    no device and are checked by node only). Grouped per node and reason, in the order first seen. ``devices``:
+    only the bookings a placement on those device types could collide with (:func:`touching`); None: all."""
     nodes = {n.id: n for n in inv.nodes}
     out: dict[tuple[str, str], list[str]] = {}
     for b in bookings:
+        if devices is not None and b.device and b.device not in devices:
+            continue
         for i in b.items:
             if not i.resource.startswith("node:") or (now is not None and i.end <= now):
                 continue
@@ -850,6 +854,30 @@ def orphaned(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | No
             if b.id not in ids:
                 ids.append(b.id)
     return [Orphan(nid, tuple(ids), why) for (nid, why), ids in out.items()]
+
+
+def out_of_service(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None) -> list[Orphan]:
+    """Live bookings (holds not ended by ``now``) on a node the inventory keeps but marks out of service
+    (``Node.out_of_service``: drained, down). Not orphans: the machine and its id are still the provider's, so
+    nothing can book it twice and no check is blocked; the bookings stay visible, with a warning
+    (:func:`out_of_service_text`), since their jobs may not run there until the node is back."""
+    nodes = {n.id: n for n in inv.nodes if n.out_of_service}
+    out: dict[str, list[str]] = {}
+    for b in bookings:
+        for i in b.items:
+            nid = i.resource[len("node:"):] if i.resource.startswith("node:") else ""
+            if nid in nodes and (now is None or i.end > now) and b.id not in out.setdefault(nid, []):
+                out[nid].append(b.id)
+    return [Orphan(nid, tuple(ids), f"out of service: {nodes[nid].out_of_service}") for nid, ids in out.items()
+            if ids]
+
+
+def out_of_service_text(found: Sequence[Orphan]) -> str:
+    """The one warning of bookings on out-of-service nodes (``check``, ``book``, ``show``)."""
+    ids = " ".join(dict.fromkeys(i for o in found for i in o.ids))
+    return (f"{orphan_text(found)}: kept booked (the node is in the inventory, not removed), but no new job is "
+            f"placed there and these may not run until it is back; to run elsewhere, release them "
+            f"(`llmsizer capacity release {ids}`) and book again")
 
 
 def orphan_text(orphans: Sequence[Orphan]) -> str:
@@ -875,14 +903,15 @@ def orphan_remedy(source: str, ids: str, *, named: bool, web: bool) -> str:
 
 
 def orphan_refusal(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None, *,
-                   named: bool = False, web: bool = False) -> str | None:
+                   named: bool = False, web: bool = False, devices: Sequence[str] | None = None) -> str | None:
     """The one line every capacity-taking step (``check``, ``book``, ``hold``/``confirm``/``activate``, the web
     console's queue check) refuses with when :func:`orphaned` finds any; None when the inventory and the store
     agree. The commands it suggests reach exactly what it names: ``re-place`` without ids moves what
     ``orphaned(inv, live, now)`` finds (windows not ended), so a refusal over whole windows (``named``: the
     bookings a lifecycle step moves, past windows too) names their ids. ``web``: answered over HTTP, naming no
-    server path or command (:func:`orphan_remedy`)."""
-    found = orphaned(inv, bookings, now)
+    server path or command (:func:`orphan_remedy`). ``devices``: the device types the step places on; only orphans
+    booked on one of them (or on a device not recorded) refuse it (:func:`orphaned`)."""
+    found = orphaned(inv, bookings, now, devices)
     if not found:
         return None
     ids = " ".join(dict.fromkeys(i for o in found for i in o.ids))
@@ -897,14 +926,19 @@ def moving_refusal(inv: Inventory, live: Sequence[Booking], moving: Sequence[str
     those are checked whole (a window already past is no licence to confirm them on a node that is gone), every
     other live booking from ``now`` on, as ``check`` and ``book`` do."""
     ids = set(moving)
-    return orphan_refusal(inv, [b for b in live if b.id in ids], named=True, web=web) or \
-        orphan_refusal(inv, live, now, web=web)
+    mine = [b for b in live if b.id in ids]
+    devices = None if any(not b.device for b in mine) else [b.device for b in mine]
+    return orphan_refusal(inv, mine, named=True, web=web) or orphan_refusal(inv, live, now, web=web, devices=devices)
 
 
 def refuse_orphans(inv: Inventory, bookings: Sequence[Booking], now: _dt.datetime | None = None, *,
-                   web: bool = False) -> None:
+                   web: bool = False, devices: Sequence[str] | None = None) -> None:
     """Raise :class:`InputError` (one line, exit 2) when :func:`orphaned` finds any: the inventory and the store
-    disagree, and placing on the inventory as it stands could give a renamed or re-equipped machine twice."""
-    why = orphan_refusal(inv, bookings, now, web=web)
+    disagree, and placing on the inventory as it stands could give a renamed or re-equipped machine twice.
+    ``devices``: the device types the step places on. A removed or renamed node's booking blocks only a placement
+    on the device it was booked on: a renamed machine keeps its device, so only such a placement could take it a
+    second time (a re-equipped node keeps its id, whose holds every placement already counts); a booking that
+    records no device (before schema 3) blocks all."""
+    why = orphan_refusal(inv, bookings, now, web=web, devices=devices)
     if why is not None:
         raise InputError(why)
