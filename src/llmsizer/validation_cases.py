@@ -375,6 +375,25 @@ def qwen25_page_cases(data: str | Path | None = None) -> list[Case]:
 
 # -- inference memory: vLLM start-up logs ----------------------------------------------------------------------
 
+# Held-out start-up log rows whose figure lies outside its tolerance (nothing is fitted to them; rows30). Each key is a
+# Case id of ``vllm_cases``; tests/validation/test_vllm_logs.py asserts that these, and only these, miss.
+VLLM_LOG_KNOWN_MISSES = {
+    "VL09.kv_pool": ("gpt-oss-120b on one H100 (llm-d table): the pool is predicted at -1.03 GiB (vLLM would not start) "
+                     "against 3.33 logged; the row's own figures leave 71.26 - 64.38 - 3.33 = 3.55 GiB for activation + "
+                     "non-torch, while the same table gives gpt-oss-20b (VL02, same width, experts per token and vocabulary) "
+                     "7.38 + 0.13 and llmsizer predicts 7.46 + 0.13 for both; not established which (a smaller 120b profile "
+                     "peak, or a load figure that includes memory freed before profiling)"),
+    "VL10.kv_pool": ("gpt-oss-120b TP 4 on 4 x A100 80GB, vLLM 0.10.1.1 over Ray on two nodes: 37.79 GiB predicted against "
+                     "45.32 logged; the log implies 0.8 x 79.15 - 17.22 - 45.32 = 0.78 GiB per rank for activation + "
+                     "non-torch (predicted 7.46 + NCCL); the A100's CUDA total (79.15) is assumed; not established"),
+    "VL10.concurrency": ("the same row's 'Maximum concurrency' 284.25x against 178.09x predicted (213x at the logged pool): "
+                         "vLLM divides the pool's blocks by the blocks one max_model_len request needs in its largest "
+                         "KV group (v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config, its 2025 form; the "
+                         "0.10.1.1 line not pinned), gpt-oss's sliding-window and full-attention layers in separate "
+                         "groups, not the per-sequence bytes of all layers llmsizer divides by; not established"),
+}
+
+
 def vllm_rows(data: str | Path | None = None) -> list[dict[str, str]]:
     return [dict(r) for r in _read_csv(str(data_dir(data) / "vllm_startup_logs.csv"))]
 
@@ -412,6 +431,10 @@ def vllm_prediction(row: dict[str, str]) -> VllmPrediction:
                           est.details["kv_pool_bytes"] / est.details["kv_bytes_per_sequence"])
 
 
+def _vllm_miss_note(case_id: str) -> str:
+    return f"known miss: {VLLM_LOG_KNOWN_MISSES[case_id]}" if case_id in VLLM_LOG_KNOWN_MISSES else ""
+
+
 def vllm_cases(data: str | Path | None = None) -> list[Case]:
     """Four figures per log row, with the tolerances of tests/validation/test_vllm_logs.py."""
     out = []
@@ -431,12 +454,14 @@ def vllm_cases(data: str | Path | None = None) -> list[Case]:
         kv = float(row["kv_gib"])
         out.append(Case(f"{row['id']}.kv_pool", INFERENCE_MEMORY, f"vLLM KV pool, {base}", p.kv_gib, kv, "GiB",
                         abs(p.kv_gib - kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * kv,
-                        "within 2% of the GPU + 10%", source=row["source"]))
+                        "within 2% of the GPU + 10%", source=row["source"],
+                        note=_vllm_miss_note(f"{row['id']}.kv_pool")))
         if row["max_concurrency"]:
             c = float(row["max_concurrency"])
             out.append(Case(f"{row['id']}.concurrency", INFERENCE_MEMORY, f"vLLM max concurrency, {base}",
                             p.max_concurrency, c, "x", abs(p.max_concurrency - c) <= 0.1 * c + 0.05,
-                            "within 10% + 0.05", source=row["source"]))
+                            "within 10% + 0.05", source=row["source"],
+                            note=_vllm_miss_note(f"{row['id']}.concurrency")))
     return out
 
 
