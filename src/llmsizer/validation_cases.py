@@ -375,6 +375,41 @@ def qwen25_page_cases(data: str | Path | None = None) -> list[Case]:
 
 # -- inference memory: vLLM start-up logs ----------------------------------------------------------------------
 
+# Held-out start-up log rows whose figure lies outside its tolerance (nothing is fitted to them; rows30). Each key is a
+# Case id of ``vllm_cases``; tests/validation/test_vllm_logs.py asserts that these, and only these, miss.
+VLLM_LOG_KNOWN_MISSES = {
+    "VL09.kv_pool": (
+        "gpt-oss-120b on one H100 (llm-d table): the pool is predicted at -1.03 GiB (vLLM would not start) against "
+        "3.33 logged; the row's own figures leave 71.26 - 64.38 - 3.33 = 3.55 GiB for activation + non-torch, while "
+        "the same table gives gpt-oss-20b (VL02, same width, experts per token and vocabulary) 7.38 + 0.13 and "
+        "llmsizer predicts 7.46 + 0.13 for both; not established which (a smaller 120b profile peak, or a load "
+        "figure that includes memory freed before profiling)"),
+    "VL10.kv_pool": (
+        "gpt-oss-120b TP 4 on 4 x A100 80GB, vLLM 0.10.1.1 over Ray on two nodes: 37.79 GiB predicted against 45.32 "
+        "logged; the log implies 0.8 x 79.15 - 17.22 - 45.32 = 0.78 GiB per rank for activation + non-torch "
+        "(predicted 7.46 + NCCL); the A100's CUDA total (79.15) is assumed; not established"),
+    "VL10.concurrency": (
+        "the same row's 'Maximum concurrency' 284.25x against 178.09x predicted (213x at the logged pool): vLLM "
+        "divides the pool's blocks by the blocks one max_model_len request needs in its largest KV group "
+        "(v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config, its 2025 form; the 0.10.1.1 line not "
+        "pinned), gpt-oss's sliding-window and full-attention layers in separate groups, not the per-sequence bytes "
+        "of all layers llmsizer divides by; not established"),
+    "VL16.concurrency": (
+        "Phi-4 GPTQ-4bit at gpu_memory_utilization 0.15 under vLLM 0.6.x (V0): 4.89x predicted against 5.59x (pool "
+        "1.91 against 2.18 GiB, inside its own tolerance): the estimate prices the current release, which takes the "
+        "captured CUDA graphs (0.40 GiB here) out of the pool, while 0.6.x's V0 worker (vllm/worker/worker.py "
+        "determine_num_available_blocks, line not pinned) captured them after sizing the pool, outside its budget "
+        "(the log: 'Graph capturing finished in 13 secs, took 0.27 GiB'); net of the non-torch term (0.13 predicted, "
+        "0.26 logged) the pool is 0.27 GiB short, 12 % of a pool carved from an 11.89 GiB budget; the rows carry no "
+        "engine_version to select the older rule"),
+    "VL17.concurrency": (
+        "Qwen3-8B FP8-dynamic on an RTX 5070 Ti under WSL2, vLLM 0.23.0: 2.86x predicted against 3.47x (pool 3.21 "
+        "against 3.9 GiB); the GPU's CUDA total is assumed (15.49 GiB), and the two NVFP4 rows of the same page "
+        "(VL18, VL19) are short by 0.59 and 0.25 GiB, so not one offset; not established (WSL2's CUDA total, "
+        "FP8-dynamic activation quantization buffers, or the page's rounded 3.9 GiB)"),
+}
+
+
 def vllm_rows(data: str | Path | None = None) -> list[dict[str, str]]:
     return [dict(r) for r in _read_csv(str(data_dir(data) / "vllm_startup_logs.csv"))]
 
@@ -412,12 +447,25 @@ def vllm_prediction(row: dict[str, str]) -> VllmPrediction:
                           est.details["kv_pool_bytes"] / est.details["kv_bytes_per_sequence"])
 
 
+# a pool predicted at or below zero (the estimate says vLLM does not start) has no measured / predicted ratio to
+# place in the band (estimate/ranges.py band: positive ratios only); the row is still summarised and reported
+VLLM_NO_POOL_NO_BAND = "predicted KV pool <= 0 (vLLM would not start): no measured / predicted ratio for a band"
+
+
+def _vllm_miss_note(case_id: str) -> str:
+    return f"known miss: {VLLM_LOG_KNOWN_MISSES[case_id]}" if case_id in VLLM_LOG_KNOWN_MISSES else ""
+
+
 def vllm_cases(data: str | Path | None = None) -> list[Case]:
     """Four figures per log row, with the tolerances of tests/validation/test_vllm_logs.py."""
     out = []
     for row in vllm_rows(data):
         p = vllm_prediction(row)
         calib = row["role"].startswith("calibration")
+        # a row whose GPU total is assumed (its role says 'settings assumed'): the pool and the concurrency, carved
+        # from that total, stay out of the summary and the bands, as other CSVs' assumed rows; the weights do not
+        # depend on it
+        assumed = ASSUMED in row["role"]
         base = f"{row['model']} on {row['gpu']}"
         w = float(row["weights_gib"])
         out.append(Case(f"{row['id']}.weights", INFERENCE_MEMORY, f"vLLM weights, {base}", p.weights_gib, w, "GiB",
@@ -431,12 +479,15 @@ def vllm_cases(data: str | Path | None = None) -> list[Case]:
         kv = float(row["kv_gib"])
         out.append(Case(f"{row['id']}.kv_pool", INFERENCE_MEMORY, f"vLLM KV pool, {base}", p.kv_gib, kv, "GiB",
                         abs(p.kv_gib - kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * kv,
-                        "within 2% of the GPU + 10%", source=row["source"]))
-        if row["max_concurrency"]:
+                        "within 2% of the GPU + 10%", source=row["source"],
+                        excluded=ASSUMED if assumed else "", note=_vllm_miss_note(f"{row['id']}.kv_pool"),
+                        no_band=VLLM_NO_POOL_NO_BAND if p.kv_gib <= 0 else ""))
+        if row["max_concurrency"] and p.kv_gib > 0:
             c = float(row["max_concurrency"])
             out.append(Case(f"{row['id']}.concurrency", INFERENCE_MEMORY, f"vLLM max concurrency, {base}",
                             p.max_concurrency, c, "x", abs(p.max_concurrency - c) <= 0.1 * c + 0.05,
-                            "within 10% + 0.05", source=row["source"]))
+                            "within 10% + 0.05", excluded=ASSUMED if assumed else "", source=row["source"],
+                            note=_vllm_miss_note(f"{row['id']}.concurrency")))
     return out
 
 

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import pytest
 
-from llmsizer.validation_cases import vllm_prediction, vllm_rows
+from llmsizer.validation_cases import VLLM_LOG_KNOWN_MISSES, vllm_cases, vllm_prediction, vllm_rows
 
 ROWS = vllm_rows()
 
 
 def _num(row: dict[str, str], key: str) -> float | None:
     return float(row[key]) if row[key] else None
+
+
+def _checked(row: dict[str, str], figure: str) -> bool:
+    """A figure named in VLLM_LOG_KNOWN_MISSES is reported, not asserted (test_the_known_misses_still_miss holds it)."""
+    return f"{row['id']}.{figure}" not in VLLM_LOG_KNOWN_MISSES
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
@@ -37,9 +42,29 @@ def test_vllm_weights_activation_and_kv_pool(row: dict[str, str]) -> None:
     logged_kv = float(row["kv_gib"])
     lines.append(f"  KV pool    predicted {kv:6.2f} GiB  logged {logged_kv:6.2f}")
     # the pool is a difference of large numbers: judge it against the GPU budget it was carved from
-    assert abs(kv - logged_kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * logged_kv
+    if _checked(row, "kv_pool"):
+        assert abs(kv - logged_kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * logged_kv
     if row["max_concurrency"]:
         conc = p.max_concurrency
         lines.append(f"  max concurrency predicted {conc:.2f}x logged {row['max_concurrency']}x")
-        assert abs(conc - float(row["max_concurrency"])) <= 0.1 * float(row["max_concurrency"]) + 0.05
+        if _checked(row, "concurrency"):
+            assert abs(conc - float(row["max_concurrency"])) <= 0.1 * float(row["max_concurrency"]) + 0.05
     print("\n".join(lines))
+
+
+def test_the_known_misses_still_miss_and_only_they() -> None:
+    """rows30's held-out rows: every figure outside its tolerance is named in VLLM_LOG_KNOWN_MISSES (with its
+    mechanism, for the lead), and every named one still misses, so a fix shows up here."""
+    cases = vllm_cases()
+    missed = {c.id for c in cases if not c.within}
+    assert missed == set(VLLM_LOG_KNOWN_MISSES)
+    assert all(c.note.startswith("known miss:") for c in cases if c.id in VLLM_LOG_KNOWN_MISSES)
+
+
+def test_new_rows_carry_quote_and_date() -> None:
+    """rows30: every row added after VL06 quotes its log lines and dates them."""
+    for row in ROWS[6:]:
+        assert row["quote"] and row["date"][:2] == "20", row["id"]
+        for figure in ("weights_gib", "kv_gib", "max_concurrency"):
+            if row[figure]:
+                assert row[figure].rstrip("0").rstrip(".") in row["quote"], (row["id"], figure)
