@@ -36,7 +36,7 @@ def _builds(n: int, pp: int, vp: int, first: int | None, last: int | None, emb: 
                                      (80, 8, 5), (32, 4, 2), (28, 4, 3), (48, 6, 4), (27, 2, 3), (62, 2, 2)])
 def test_named_setting_exists_exactly_when_megatron_builds_one(n: int, pp: int, vp: int) -> None:
     ends = [None, *range(1, n + 1)]
-    exists = any(_builds(n, pp, vp, f, l, e, s) for f, l in itertools.product(ends, ends)
+    exists = any(_builds(n, pp, vp, f, last, e, s) for f, last in itertools.product(ends, ends)
                  for e, s in itertools.product((False, True), repeat=2))
     named = megatron_interleaved_split(n, pp, vp)
     assert (named is not None) == exists
