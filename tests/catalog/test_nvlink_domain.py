@@ -60,3 +60,17 @@ def test_timed_as_with_the_size_given() -> None:
     e, _ = _gpn((*base, "--gpus-per-node", "8"))
     assert d["duration"]["seconds"] == pytest.approx(g["duration"]["seconds"])
     assert d["duration"]["seconds"] < 0.9 * e["duration"]["seconds"]  # the data-parallel ring on NVLink inside a rack
+
+
+def test_serving_keeps_machines_of_8_and_says_the_flag() -> None:
+    # fit's serving layout keeps the HGX machine of 8 (its tensor-parallel search within one); on an NVL72 device it
+    # says the domain and the flag that widens the search
+    from cli_capture import run
+    code, out, _ = run("fit", "llama-3.1-70b", "--device", "gb200", "--count", "16", "--engine", "vllm")
+    assert code in (0, 1)
+    assert "gb200: 72 GPUs share one NVLink domain" in out and "--gpus-per-node 72" in out
+    code, out, _ = run("fit", "llama-3.1-70b", "--device", "gb200", "--count", "16", "--engine", "vllm",
+                       "--gpus-per-node", "16")
+    assert "NVLink domain" not in out
+    code, out, _ = run("fit", "llama-3.1-70b", "--device", "b200", "--count", "16", "--engine", "vllm")
+    assert "NVLink domain" not in out

@@ -158,8 +158,7 @@ def default_machine_size(device: Device, count: int) -> tuple[int, str] | None:
     if size < SERVING_GPUS_PER_NODE:
         return None
     racks = -(-count // size)
-    where = dict(dom.extra).get("where", "")
-    return size, (f"{device.id}: {d} GPUs in one NVLink domain ({dom.source}: {where}); {count} GPUs "
+    return size, (f"{device.id}: {d} GPUs in one NVLink domain (catalog nvlink_domain, source {dom.source}); {count} GPUs "
                   + (f"in one domain of {d}" if count <= d else f"over {racks} domains of {size}, the even split "
                      "whole machines need")
                   + " (give --gpus-per-node for another placement)")
@@ -1524,6 +1523,12 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     # llama.cpp's host CPU and RAM, checked up front (estimate/device.py host_part, the search's check too)
     host_device, host_memory = host_part(eng, device, host_device, host_memory, hardware_files)
     per_node = serving_machine_size(instance, gpus_per_node, n)
+    domain = default_machine_size(device, n) if gpus_per_node is None and instance is None else None
+    if domain is not None and eng != "llamacpp":  # serving keeps the HGX machine of 8; the rack's domain, said
+        dom = int(device.nvlink_domain.base) if device.nvlink_domain is not None else domain[0]
+        warnings.append(f"{device.id}: {dom} GPUs share one NVLink domain (catalog nvlink_domain); tensor-parallel "
+                        f"layouts are chosen within machines of {per_node} (fit's serving default): give "
+                        f"--gpus-per-node {domain[0]} to choose them across it")
     layout = serving_layout(eng, device, n, per_node)
     split = layout.split
     if split and layout.split_gpus > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words
