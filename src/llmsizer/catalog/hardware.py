@@ -58,7 +58,7 @@ _JEDEC_BINARY = {"KB": 10, "MB": 20, "GB": 30, "TB": 40}
 _CAPACITY = {"B": 1.0, **{u: 2.0**e for u, e in _JEDEC_BINARY.items()}, "KiB": 2.0**10, "MiB": 2.0**20,
              "GiB": 2.0**30, "TiB": 2.0**40}
 _PRICE = {"USD/h": 1.0, "USD": 1.0}
-_COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core": 1.0, "SMs": 1.0}
+_COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core": 1.0, "SMs": 1.0, "GPUs": 1.0}
 # an NVIDIA compute capability as NVIDIA writes it, major.minor (12.0); Device.capability reads it as major x 10 + minor
 _CAPABILITY = {"major.minor": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
@@ -79,7 +79,7 @@ _FIELD_QUANTITY = {
     "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
     "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
     "bandwidth": "bandwidth", "threads_per_core": "count", "sm_count": "count", "fp32_cores": "count",
-    "compute_capability": "capability", "clock": "frequency",
+    "compute_capability": "capability", "clock": "frequency", "nvlink_domain": "count",
 }
 
 # Compute capability (major x 10 + minor) of the first GPUs of each NVIDIA architecture (Device.architecture), for a
@@ -196,6 +196,9 @@ class Device:
     sm_count: Value | None = None  # streaming multiprocessors (NVIDIA GPUs)
     fp32_cores: Value | None = None  # FP32 lanes ("CUDA cores") of the whole GPU
     compute_capability: Value | None = None  # NVIDIA compute capability, major.minor as NVIDIA writes it (12.0)
+    # GPUs that share one NVLink (NVSwitch) domain as the vendor builds the system: an HGX / DGX board's 8, a GB200 /
+    # GB300 NVL72 rack's 72 (estimate/fit.py default_machine_size, the one reader); None: not stated
+    nvlink_domain: Value | None = None
     # whether GPUs of this device map each other's memory (NCCL's P2P transport, vLLM's / SGLang's _can_p2p): a
     # sourced flag (unit 'flag', raw True/False); None: not stated (estimate/device.py peer_to_peer, the one reader)
     peer_to_peer: Value | None = None
@@ -292,7 +295,7 @@ class Device:
         out: dict[str, Value] = {}
         for name in ("memory", "memory_usable", "memory_cuda", "memory_bandwidth", "tdp", "interconnect_bandwidth",
                      "launch_price", "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability",
-                     "peer_to_peer", "clock"):
+                     "peer_to_peer", "clock", "nvlink_domain"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
@@ -600,7 +603,7 @@ _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "mem
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
                   "host_interconnect", "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer",
-                  "microarchitecture", "clock"}
+                  "microarchitecture", "clock", "nvlink_domain"}
 
 
 @lru_cache(maxsize=1)
@@ -699,7 +702,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     vals: dict[str, Any] = {}
     for name in ("memory", "memory_usable", "memory_cuda", "memory_bandwidth", "tdp", "interconnect_bandwidth",
                  "launch_price", "price", "memory_channels", "cores", "memory_options", "sm_count", "fp32_cores",
-                 "compute_capability", "clock"):
+                 "compute_capability", "clock", "nvlink_domain"):
         if name in raw:
             v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
             if v is None:
@@ -744,7 +747,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
                   fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"),
                   peer_to_peer=p2p, pcie=pcie, host_interconnect=host_ic, microarchitecture=uarch,
-                  clock=vals.get("clock"))
+                  clock=vals.get("clock"), nvlink_domain=vals.get("nvlink_domain"))
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

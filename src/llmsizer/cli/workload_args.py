@@ -8,7 +8,8 @@ an assumption. The help texts quote those defaults from the dataclasses, so they
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..catalog.frameworks import framework_profiles
@@ -48,6 +49,7 @@ from ..numbers import (
     VIDEO_FRAMES,
     ZERO_STAGE,
 )
+from ..request.quantities import parse_network
 from ..specs import DTYPES, ENGINES, MAMBA_RADIX_CACHE_STRATEGIES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     BATCH_SHAPES,
@@ -676,5 +678,18 @@ def refuse_serving_flags(args: argparse.Namespace) -> None:
 
 
 def training_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """TrainingWorkload keyword fields the user gave (the dataclass supplies the rest)."""
-    return {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
+    """TrainingWorkload keyword fields the user gave (the dataclass supplies the rest), each read now: a value that
+    is parsed only where it is used (``--network``, read by the duration alone) is read here too, by its one reader,
+    so a bad one is refused (one line, exit 2; the web's 400) whether or not the answer uses it (probe31: ``train
+    --gpus 16 --network garbage`` answered, exit 0, without ``--tokens``)."""
+    fields = {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
+    check_unread_values(fields, getattr(args, "hardware_file", None) or ())
+    return fields
+
+
+def check_unread_values(fields: dict[str, Any], hardware_files: Sequence[str | Path] = ()) -> None:
+    """The one check of the training values whose type the parser cannot give (their reader needs the catalog and
+    ``--hardware-file``): ``network`` through request/quantities.py ``parse_network``, the reader the duration, a
+    request's ``resources.network`` and the web use (the machine size only scales the answer, so 1 here)."""
+    if fields.get("network") is not None:
+        parse_network(fields["network"], 1, hardware_files)

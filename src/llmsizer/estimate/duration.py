@@ -191,7 +191,7 @@ from .device import (
     training_device_fields,
     usable_memory,
 )
-from .fit import hourly_price, link_bandwidth_for, vm_share_device
+from .fit import default_machine_size, hourly_price, link_bandwidth_for, vm_share_device
 from .framework import with_framework
 from .launch import (
     MEGATRON_ROUTER_LOGIT_BYTES,
@@ -2817,6 +2817,9 @@ def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices
     API's ``fit_training(tokens=...)`` read. ``limit_warning``: warn past the practical limit
     (``practical_limit_warning``; False for a search that applies the limit itself, recommend)."""
     device, _, _, instance = resolve_target(hardware, hardware_files)
+    if instance is None and fields.get("gpus_per_node") is None and (
+            domain := default_machine_size(device, int(fields.get("gpus") or devices))) is not None:
+        fields = {**fields, "gpus_per_node": domain[0]}  # an NVL72 rack's domain, as fit_training's memory (fit.py)
     dur = training_duration_for(spec, vm_share_device(device, instance), devices, tokens, fields, utilization, instance,
                                 hardware_files)
     if limit_warning:

@@ -141,6 +141,29 @@ def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = 
     return per_node
 
 
+def default_machine_size(device: Device, count: int) -> tuple[int, str] | None:
+    """The devices of one machine ``count`` bare ``device`` GPUs are sized on when no machine size is given (no
+    ``--gpus-per-node``, no instance), where the catalog states a larger NVLink domain than the HGX board's
+    ``SERVING_GPUS_PER_NODE`` (``Device.nvlink_domain``: a GB200 / GB300 NVL72 rack, 72 GPUs on NVSwitch, aiconfigurator
+    gb200.yaml / gb300.yaml ``num_gpus_per_rack: 72``): the collectives among them ride NVLink, not the network
+    (probe31: ``--device gb200`` over 64+ GPUs was sized on machines of 8, a ~2x swing). ``count`` up to the domain:
+    the domain (one rack holds them); past it, the largest size of at most one domain that fills whole racks evenly
+    (specs/training.py ``uneven_machines``: 256 GPUs are 4 racks of 64). None: the default machine of 8 (no larger
+    domain stated, 8 devices or fewer, or no even split of at least 8 a rack). (size, why) for the assumption."""
+    dom = device.nvlink_domain
+    if dom is None or not dom.base or count <= SERVING_GPUS_PER_NODE or int(dom.base) <= SERVING_GPUS_PER_NODE:
+        return None
+    d = int(dom.base)
+    size = d if count <= d else max(k for k in range(1, d + 1) if count % k == 0)
+    if size < SERVING_GPUS_PER_NODE:
+        return None
+    racks = -(-count // size)
+    return size, (f"{device.id}: {d} GPUs in one NVLink domain (catalog nvlink_domain, source {dom.source}); {count} GPUs "
+                  + (f"in one domain of {d}" if count <= d else f"over {racks} domains of {size}, the even split "
+                     "whole machines need")
+                  + " (give --gpus-per-node for another placement)")
+
+
 def machines_spanned(devices: int, per_node: int) -> int:
     """The machines a group of ``devices`` (one copy of the model: a tensor-parallel degree) spans on machines of
     ``per_node`` devices: ceil(devices / per_node). Past 1 its collectives cross the network between machines, so
@@ -1500,6 +1523,12 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     # llama.cpp's host CPU and RAM, checked up front (estimate/device.py host_part, the search's check too)
     host_device, host_memory = host_part(eng, device, host_device, host_memory, hardware_files)
     per_node = serving_machine_size(instance, gpus_per_node, n)
+    domain = default_machine_size(device, n) if gpus_per_node is None and instance is None else None
+    if domain is not None and eng != "llamacpp":  # serving keeps the HGX machine of 8; the rack's domain, said
+        dom = int(device.nvlink_domain.base) if device.nvlink_domain is not None else domain[0]
+        warnings.append(f"{device.id}: {dom} GPUs share one NVLink domain (catalog nvlink_domain); tensor-parallel "
+                        f"layouts are chosen within machines of {per_node} (fit's serving default): give "
+                        f"--gpus-per-node {domain[0]} to choose them across it")
     layout = serving_layout(eng, device, n, per_node)
     split = layout.split
     if split and layout.split_gpus > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words
@@ -2590,6 +2619,9 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
         fields["gpus_per_node"] = serving_machine_size(instance, fields.get("gpus_per_node"), n, named)
     elif fields.get("gpus_per_node") is not None:  # bare devices in machines of that size: whole machines, as serving
         serving_machine_size(None, fields["gpus_per_node"], int(fields.get("gpus") or n), named)
+    elif instance is None and (domain := default_machine_size(device, int(fields.get("gpus") or n))) is not None:
+        # bare GPUs of a larger NVLink domain than the default machine of 8 (an NVL72 rack): its size, said
+        fields["gpus_per_node"] = notes.assume("gpus_per_node", domain[0], None, domain[1])
     hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
     for k, v in training_device_fields(device).items():
         fields.setdefault(k, v)

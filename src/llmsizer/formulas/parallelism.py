@@ -201,6 +201,48 @@ def pipeline_stage_layers(num_layers: int, pp: int, split: str = "even",
     return tuple(tuple(i for s in range(virtual) for i in chunks[r + s * pp]) for r in range(pp))
 
 
+@lru_cache(maxsize=64)
+def megatron_interleaved_split(num_layers: int, pp: int, virtual: int) -> str | None:
+    """The Megatron-Core setting that builds ``num_layers`` decoder layers over ``pp`` ranks of ``virtual`` model
+    chunks each without a ``--pipeline-model-parallel-layout``, or None where none does (only a layout builds it).
+
+    Megatron-Core @d98e8a64 megatron/core/transformer/transformer_block.py ``get_num_layers_to_build``: the plain
+    split asserts (n + e) % pp == 0 (line 158; e = 1 for each of ``account_for_embedding_in_pipeline_split`` and
+    ``account_for_loss_in_pipeline_split``) and the layers a rank holds % vp == 0 (line 178); with
+    ``num_layers_in_first_pipeline_stage`` / ``_last_`` (each > 0 and % vp == 0, transformer_config.py lines
+    2302-2335) the layers left over must divide over the stages left (line 133), a middle rank's share again % vp
+    (transformer_config.py lines 2355-2368), and there are middle layers exactly when there are middle stages (lines
+    2343-2346).
+
+    >>> megatron_interleaved_split(80, 8, 5)
+    'the even split'
+    >>> megatron_interleaved_split(126, 8, 8)
+    'account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split'
+    >>> megatron_interleaved_split(61, 4, 5) is None
+    True
+    """
+    slots = ((0, "the even split"), (1, "account_for_embedding_in_pipeline_split"),
+             (2, "account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split"))
+    for extra, name in slots:
+        n = num_layers + extra
+        if n % pp == 0 and (n // pp) % virtual == 0 and n // pp > 0:
+            return name
+    ends: list[int | None] = [None, *range(virtual, num_layers + 1, virtual)]
+    for first in ends:
+        for last in ends:
+            if first is None and last is None:
+                continue
+            middle = num_layers - (first or 0) - (last or 0)
+            stages = pp - (first is not None) - (last is not None)
+            if middle < 0 or stages < 0 or bool(middle) != bool(stages):
+                continue
+            if stages and (middle % stages or (middle // stages) % virtual):
+                continue
+            return ", ".join(f"num_layers_in_{k}_pipeline_stage={v}" for k, v in (("first", first), ("last", last))
+                             if v is not None)
+    return None
+
+
 def inflight_microbatches(stage: int, pp: int, micro_batches: int) -> int:
     """Micro-batches whose activations stage ``stage`` holds at once under 1F1B: min(pp - stage, m).
 

@@ -73,8 +73,12 @@ def render_fit(r: FitResult) -> str:
         burst = r.details.get("burst")
         if burst:  # estimate/fit.py burst_figure: the requests sent at once pass through the slots admitted (eq. Q14)
             each = " per replica" if r.replicas > 1 else ""
-            out.append(f"burst{each}: {burst['requests']:,} sent at once, {burst['admitted']:,} admitted at a time "
-                       f"({burst['waiting']:,} wait): TTFT {burst['ttft_seconds']:.2f} s expected (eq. Q14a), "
+            # --concurrency counts sequences running at once, so DOES NOT FIT answers that question; a burst of that
+            # many still runs, in waves, said plainly where the verdict is no (probe31 section 3)
+            waves = ("" if r.fits else f"the verdict counts {burst['requests']:,} running at once; a burst of them "
+                     "queues and is served in waves: ")
+            out.append(f"burst{each}: {waves}{burst['requests']:,} sent at once, {burst['admitted']:,} admitted at a "
+                       f"time ({burst['waiting']:,} wait): TTFT {burst['ttft_seconds']:.2f} s expected (eq. Q14a), "
                        f"{burst['ttft_upper_seconds']:.2f} s at most ({burst['waves']} waves in lockstep, eq. Q14b); "
                        f"{burst['requests_per_second']:.3g} requests/s ({burst['requests_per_second_waves']:.3g} in "
                        "waves); formulas/serving_queue.py eq. Q14")
@@ -429,9 +433,14 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         # prefill-only service (no output tokens) has requests/s, no token rate
         many = s.concurrency > 1
         rate = load.get("request_rate")  # an open load (eq. Q10): requests at a rate, those in flight derived
-        together = f"arriving together {load['ttft_burst_seconds']:.3f} s; " if many and rate is None else ""
+        # each figure named for what it is (probe31: "at 1000 requests ... 8,720.8 tokens/s (47.8 per user at this
+        # load)" read as 1000 x 47.8, and a TTFT "at this load" above "arriving together"): the TTFT of requests
+        # each sent as another ends (eqs. Q6, Q9a) beside that of all C sent at once (eqs. Q8, Q9b); the total
+        # output with each request's TTFT counted (eq. Q7) beside the rate one running sequence decodes at (eq. Q5b)
+        together = (f"all {s.concurrency:,} sent at once: {load['ttft_burst_seconds']:.3f} s; " if many and rate is None
+                    else "")
         per_user = ("" if not s.tokens_per_second_per_user else
-                    f"{format_rate(s.tokens_per_second_per_user)} per user at this load" if many else
+                    f"{format_rate(s.tokens_per_second_per_user)} per running sequence" if many else
                     f"decoding at {format_rate(s.tokens_per_second_per_user)}")
         several = int(load.get("replicas", 1)) > 1  # the rate typed, each replica's share and in flight beside it
         at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
@@ -441,11 +450,13 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         admission = (f"; waits for admission {format_chance(load['admission_wait_probability'])} of the time, "
                      f"{load['admission_wait_seconds']:.3f} s on average" if "admitted" in load else "")
         rows.append([at,
-                     f"TTFT {load['ttft_seconds']:.3f} s at this load ({together}idle {s.ttft_idle_seconds:.3f} s"
-                     f"{admission})",
+                     f"TTFT {load['ttft_seconds']:.3f} s"
+                     + (", each request sent as one ends " if many and rate is None else " at this load ")
+                     + f"({together}idle {s.ttft_idle_seconds:.3f} s{admission})",
                      # one request: its decode rate first, then its total, named as one that counts the TTFT (a
                      # total below the rate beside it read as a mistake: probe20 C1)
-                     (f"{format_rate(s.tokens_per_second or 0.0)} tokens/s ({per_user})" if many else
+                     (f"{format_rate(s.tokens_per_second or 0.0)} tokens/s in all, TTFT counted ({per_user})"
+                      if many else
                       f"{per_user} tokens/s; {format_rate(s.tokens_per_second or 0.0)} tokens/s total incl. TTFT")
                      if s.tokens_per_second_per_user else
                      f"{load['requests_per_second']:,.2f} requests/s (prefill only)",

@@ -37,3 +37,10 @@ def test_slower_network_longer_run_and_grad_sync_counts_every_micro_step(client)
 def test_bad_network_is_a_400_with_the_cli_line(client) -> None:  # type: ignore[no-untyped-def]
     r = client.post("/api/v1/train", json={**BODY, "network": "nvlink4"})
     assert r.status_code == 400 and "is a nvlink link inside a machine" in r.text
+
+
+def test_bad_network_is_a_400_without_tokens_too(client) -> None:  # type: ignore[no-untyped-def]
+    # probe31: read where the flags are, not only where the duration uses it (cli/workload_args.py training_fields)
+    body = {k: v for k, v in BODY.items() if k not in ("tokens", "device")}
+    r = client.post("/api/v1/train", json={**body, "network": "garbage"})
+    assert r.status_code == 400 and "network 'garbage': not a catalog interconnect" in r.text

@@ -31,6 +31,7 @@ from ...formulas.nf4_quantization import FUSED_EXPERTS_SOURCE
 from ...formulas.parallelism import (
     DDP_BUCKET_CAP_BYTES,
     MOE_CAPACITY_FACTOR,
+    megatron_interleaved_split,
     pipeline_stage_layers,
 )
 from ...formulas.params import count_params
@@ -1242,6 +1243,17 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
         if w.grad_accumulation < w.pp:
             acc.warnings.append(f"pipeline with {w.grad_accumulation} micro-batches < {w.pp} stages leaves bubbles; "
                                 "set grad_accumulation >= pp")
+        if w.virtual_stages > 1 and w.pipeline_split == "even" \
+                and megatron_interleaved_split(spec.num_layers, w.pp, w.virtual_stages) is None:
+            # Megatron's interleaved schedule (the even split's virtual stages): its own split rule cannot build it
+            busiest = max(len(r) for r in pipeline_stage_layers(spec.num_layers, w.pp))
+            acc.warnings.append(
+                f"Megatron-Core cannot split {spec.num_layers} layers over pp {w.pp} x {w.virtual_stages} virtual "
+                f"stages by its own rule (the layers a rank holds must divide by the virtual stages, with or without "
+                f"account_for_embedding/loss or num_layers_in_first/last_pipeline_stage: transformer_block.py "
+                f"get_num_layers_to_build lines 133, 158, 178 @d98e8a64); it runs only with a "
+                f"--pipeline-model-parallel-layout, which this estimate does not read: sized as the even split, "
+                f"{busiest} layers on the busiest rank")
     if spec.recurrent_layer_count and spec.recurrent is not None and spec.recurrent.kind == "gated_deltanet":
         kernel = ("transformers' torch fallback (torch_chunk_gated_delta_rule, fp32 chunk intermediates)"
                   if ctx.act.recurrent_kernel == "torch" else
