@@ -763,5 +763,8 @@ def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:
     """``fits_at``'s answer for a met rung: its format, engine and fit's memory and budget per device."""
     r = pick.fit
     return {"weights": pick.weights_format, "engine": pick.engine, "same_engine": same_engine,
+            # a rung met on a pipeline layout (fit.with_pipeline_layouts): the layout it was sized at (`--tp --pp`)
+            **({"tensor_parallel": r.tensor_parallel, "pipeline_parallel": r.pipeline_parallel}
+               if r is not None and r.pipeline_parallel > 1 else {}),
             **(hint_memory(r) if r is not None else {"memory_per_device": pick.memory_per_device,
                                                      "budget_per_device": pick.budget_per_device})}
