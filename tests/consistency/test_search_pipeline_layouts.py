@@ -136,3 +136,30 @@ def test_recommend_table_shows_the_flags(capsys):
     assert staged
     text = str(rec)
     assert f"{staged[0].devices_text} {staged[0].layout_flags}" in text
+
+
+def test_a_plan_with_no_resources_is_planned_on_the_chosen_stages():
+    """A request that names no hardware is planned on recommend's chosen option: a pipeline option's stages go with
+    it (fit choosing each stage's degree), so the plan's layout and memory are `fit --pp P`'s there, not fit's TP."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from llmsizer.plan import make_plan
+    from llmsizer.request import parse_request
+    from request.helpers import job_yaml
+
+    body = "\n".join(["model: {name: deepseek-r1}", "engine: vllm",
+                      "traffic: {concurrency: {typical: 128, peak: 256}, context: {typical: 4k, peak: 4k}, "
+                      "output: {typical: 256, peak: 256}}"])
+    job = make_plan(parse_request(job_yaml("inference", body), source="t.yaml")).jobs[0].to_dict()
+    hw = job["hardware"]
+    rec = recommend_inference(DEEPSEEK, engine="vllm", context=4096, concurrency=256, output_tokens=256)
+    chosen = rec.chosen
+    assert chosen is not None and chosen.pipeline_parallel > 1 and hw["instance"] == chosen.target
+    r = fit(DEEPSEEK, hw["instance"], None, engine="vllm", weights=chosen.weights_format, context=4096,
+            concurrency=256, output_tokens=256, pipeline_parallel=chosen.pipeline_parallel)
+    assert r.fits
+    assert (hw["tensor_parallel"], hw["pipeline_parallel"]) == (r.tensor_parallel, r.pipeline_parallel)
+    assert job["memory_estimate"]["totals"]["device"]["bytes"] == r.estimate.total_bytes
+    assert any(f"at {chosen.weights_format} ({chosen.layout_flags})" in str(a) for a in job["notes"])
