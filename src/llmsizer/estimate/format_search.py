@@ -29,6 +29,7 @@ from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import (
     ENGINE_NAMES,
     ENGINE_SETTINGS,
+    PIPELINE_ENGINES,
     check_pool_shares,
     engine_setting_given,
     implied_engine,
@@ -281,16 +282,20 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     def stage_spread(eng: str) -> dict[int, int]:
         """Each pipeline layout's stages P on ``eng`` -> the devices of its widest replica (P x the largest degree
         of count / P): the weights-alone check's share of that layout."""
+        if not staged or eng not in PIPELINE_ENGINES:  # (pipeline_options' first test, before a layout is made)
+            return {}
         lay = serving_layout(eng, dev, n, per_node)
-        return {p: p * max(lay.tensor_parallel_options(spec, n // p, per_node))
-                for p in (pipeline_options(spec, lay, n) if staged else ())}
+        return {p: p * max(lay.tensor_parallel_options(spec, n // p, per_node)) for p in pipeline_options(spec, lay, n)}
 
-    reaches: dict[str, dict[int, int]] = {}  # stage_spread per engine, made where a rung first asks it
+    # stage_spread per engine and its widest replica (0: no stages), made where a rung first asks it
+    reaches: dict[str, tuple[dict[int, int], int]] = {}
 
-    def reach_of(eng: str) -> dict[int, int]:
-        if eng not in reaches:
-            reaches[eng] = stage_spread(eng)
-        return reaches[eng]
+    def reach_of(eng: str) -> tuple[dict[int, int], int]:
+        hit = reaches.get(eng)
+        if hit is None:
+            spreads = stage_spread(eng)
+            hit = reaches[eng] = (spreads, max(spreads.values(), default=0))
+        return hit
 
     spread = layout.split_gpus if layout.split else tp  # the devices of one replica at fit's widest layout
     usable, _ = usable_memory(dev, memory, record=False)
@@ -366,9 +371,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         # whether fit's own layout (tensor parallelism only) could hold the weights, else the pipeline layouts whose
         # replica's devices could (the same necessary condition, each layout's widest replica: stage_spread)
         own = offloaded or wb / spread <= weights_limit
-        if not own and not any(wb / d <= weights_limit for d in reach_of(eng).values()):
+        widest = max(spread, reach_of(eng)[1]) if not own else spread
+        if wb / widest > weights_limit and not own:
             # the weights alone cannot fit on any layout (not asked; fit decides every rung that passes)
-            smallest = (int(wb / max([spread, *reach_of(eng).values()])), fmt, None, margin, eng)
+            smallest = (int(wb / widest), fmt, None, margin, eng)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses); the
         # host CPU to the rungs llama.cpp runs (fit refuses it on another engine)
@@ -395,10 +401,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         found = first
         if first is None or first.refusal is None and not (first.fits and first.tensor_parallel <= per_node):
             # this rung on a pipeline layout: fit's own does not fit within one machine (or cannot hold the weights)
-            stages = [p for p, d in reach_of(eng).items() if wb / d <= weights_limit]
+            stages = [p for p, d in reach_of(eng)[0].items() if wb / d <= weights_limit]
             found = with_pipeline_layouts(first, per_node, stages, partial(_staged_fit, spec, target, cnt, args))
         if found is None:  # no layout that could hold the weights answered (fit refused every stage count)
-            smallest = (int(wb / max([spread, *reach_of(eng).values()])), fmt, None, margin, eng)
+            smallest = (int(wb / max(spread, reach_of(eng)[1])), fmt, None, margin, eng)
             continue
         sized = found
         if sized.refusal is not None:  # the engine will not start at this context: not a matter of the format
