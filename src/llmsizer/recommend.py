@@ -263,7 +263,7 @@ class Option:
     # is every device (fit's ``--count``, ``--gpus``), ``instances`` the catalog instances they make (count / the
     # instance's devices), with those added for a throughput target or a deadline; local devices: the copies of the
     # group, one machine each. ``replicas`` is fit's: the model copies over all ``count`` devices (tensor_parallel x
-    # replicas = count for a serving option that is not a split); ``price_per_hour`` is all ``instances``'
+    # pipeline_parallel x replicas = count for a serving option that is not a split); ``price_per_hour`` is all ``instances``'
     instances: int = 1
     # training: the layout the option's memory and time are for (``estimate/fit.py`` ``training_layout``: the
     # sharding stated or the least-sharded ZeRO stage that fits there, the parallelism the workload states)
@@ -276,6 +276,10 @@ class Option:
     # (``estimate.formats.format_quality``, its one home: '+0.66 ppl (below Q4_0)', 'unquantized', 'not rated
     # (re-quantized from mxfp4)'), so that a cheapest option in a lossy format is not read as free (probe24 D3)
     quality: str | None = None
+    # serving: the pipeline stages of each replica (fit's ``FitResult.pipeline_parallel``: a replica is
+    # tensor_parallel x pipeline_parallel devices), taken where fit's own layout does not fit within one machine
+    # and a pipeline layout is faster (``estimate/fit.py`` ``with_pipeline_layouts``); 1 without stages
+    pipeline_parallel: int = 1
 
     @property
     def is_cpu(self) -> bool:
@@ -287,6 +291,15 @@ class Option:
         card, where the user owns other hardware: ``_device_candidate``), else None (a cloud instance, or a local
         card when the user named no hardware of their own)."""
         return YOURS if self.provider == "owned" else TO_BUY if self.cost_basis == PURCHASE else None
+
+    @property
+    def layout_flags(self) -> str | None:
+        """The flags that lay a pipeline option out as it was sized (`fit --tp T --pp P`, vLLM's
+        --tensor-parallel-size / --pipeline-parallel-size, SGLang's --tp-size / --pp-size): what the CLI table, the
+        JSON and the web pages show beside it; None for an option without pipeline stages."""
+        if self.pipeline_parallel <= 1:
+            return None
+        return f"--tp {self.tensor_parallel} --pp {self.pipeline_parallel}"
 
     @property
     def devices_text(self) -> str:
@@ -301,6 +314,7 @@ class Option:
         d["reasons"] = list(self.reasons)
         d["devices_text"] = self.devices_text
         d["ownership"] = self.ownership
+        d["layout_flags"] = self.layout_flags
         return d
 
 
@@ -448,7 +462,11 @@ def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Ca
     where given, else SERVING_GPUS_PER_NODE), on which one does, as ``fit --count N`` and ``models --fits-on --count
     N`` lay them out (tensor parallelism on vLLM / SGLang, a llama.cpp split): that many cards as a candidate, priced
     as that many (``_with_devices``), with its evaluation (``evaluated_for``, recommend's for any candidate); none
-    where even that many hold no format. The fewest: a card more costs more, and copies for a load are ``_priced``'s.
+    where even that many hold no format. The fewest: a card more costs more, and copies for a load are ``_priced``'s;
+    a count that holds a format only on a pipeline layout (fit's ``with_pipeline_layouts``: 6 cards at TP 2 x PP 3
+    where 6 divides no head count) and misses a limit does not end the search (it ends, as before, at a count that
+    meets, or holds a format without stages): a larger count that meets is not hidden by it; none met, the fewest
+    that held a format is the rejection shown.
     Every count from 2 up is asked, in order: whether a format fits is not monotone in the count (vLLM and SGLang lay
     a model out at a tensor-parallel degree that divides its heads: 70B at 2, 4 or 8 cards, never 5-7), so no count
     is skipped by a bound (review19 D1).
@@ -458,6 +476,7 @@ def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Ca
     rtx-4090" read as the file's count)."""
     found: list[tuple[_Candidate, Evaluated]] = []
     for cand in short:
+        held: tuple[_Candidate, Evaluated] | None = None  # the fewest on which a format fits but misses a limit
         for k in range(2, per_node + 1):
             more = _with_devices(cand, k, c)
             assert not isinstance(more, str)  # a bare device: any count
@@ -466,9 +485,18 @@ def _fewest_cards(short: Sequence[_Candidate], c: Constraints, evaluated_for: Ca
                                   f"on which a format fits; your --hardware-file marks {cand.device.id} owned, not "
                                   "how many you have")
             evaluated = evaluated_for(more)
-            if evaluated[0].tokens_per_second is not None:
+            opt = evaluated[0]
+            if opt.status == "meets":
                 found.append((more, evaluated))
                 break
+            if opt.tokens_per_second is not None and opt.pipeline_parallel == 1:  # holds one without stages
+                found.append(held or (more, evaluated))
+                break
+            if opt.tokens_per_second is not None and held is None:
+                held = (more, evaluated)
+        else:
+            if held is not None:
+                found.append(held)
     return found
 
 
@@ -1016,7 +1044,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
         if slow:
             reasons = [*reasons, f"meets only the limits given (no --max-ttft): {slow}"]
     return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "replicas": r.replicas, "engine": r.engine,
-                     "count": r.count, "instances": r.instances},
+                     "count": r.count, "instances": r.instances, "pipeline_parallel": r.pipeline_parallel},
                   weights_format=r.weights_format,
                   status=status, reasons=tuple(reasons), memory_per_device=r.memory_per_device,
                   budget_per_device=r.budget_per_device,
@@ -1082,11 +1110,13 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     # an instance as fit takes it: its own count (None), or the whole instances the candidate's count is
     fit_target = cand.instance or cand.device
     count = None if cand.instance is not None and cand.count == cand.instance.device_count else cand.count
+    # the option's pipeline stages, fit choosing each stage's degree at each replica's share (`fit --pp P`)
+    staged: dict[str, Any] = {"pipeline_parallel": opt.pipeline_parallel} if opt.pipeline_parallel > 1 else {}
     for r in range(guess, MAX_REPLICAS + 1):
         per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
                   context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
-                  hardware_files=hardware_files, **(fields or {}))
+                  hardware_files=hardware_files, **(fields or {}), **staged)
         sp, one_total = one.speed, one.tokens_per_second_total
         if sp is None or one_total is None:
             return r, None, None, {}

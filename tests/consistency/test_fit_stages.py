@@ -37,14 +37,16 @@ def test_two_stages_answer_as_fit(model: str, hw: str, count: int | None, kw: di
 
 
 def test_recommend_sizes_each_rung_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each weight-format rung recommend asks about is sized once (one ``fit_memory``), and ``fit`` itself is not
-    called by the search (the throughput target's replicas, which call it, are not asked here)."""
-    asked: list[tuple[str, Any, Any, str | None]] = []
+    """Each weight-format rung recommend asks about is sized once on each layout (one ``fit_memory``: fit's own,
+    and each pipeline stage count the search tries, fit.with_pipeline_layouts), and ``fit`` itself is not called by
+    the search (the throughput target's replicas, which call it, are not asked here)."""
+    asked: list[tuple[str, Any, Any, str | None, Any]] = []
     real = fit_module.fit_memory
 
     def counting(*args: Any, **kw: Any) -> Any:  # a candidate is a device, a count (several cards) and a memory
         count = args[2] if len(args) > 2 else kw.get("count")
-        asked.append((str(getattr(args[1], "id", args[1])), count, kw.get("memory"), kw.get("weights")))
+        asked.append((str(getattr(args[1], "id", args[1])), count, kw.get("memory"), kw.get("weights"),
+                      kw.get("pipeline_parallel")))
         return real(*args, **kw)
 
     def no_fit(*args: Any, **kw: Any) -> Any:

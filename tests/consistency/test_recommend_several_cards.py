@@ -1,6 +1,8 @@
 """probe16 D-H (probe15 D2's left item): `recommend` offers several consumer cards where one does not hold the model,
 as `fit --count N` and `models --fits-on --count N` lay them out. Llama-3.3-70B at 8k x 1: one RTX 4090 holds no
-format (fit says so at the smallest rung), two hold llama.cpp Q4_K_M; recommend's option for the card is then fit's
+format (fit says so at the smallest rung), two hold a format (recpp: vLLM's AWQ at TP 1 x PP 2, fit's hint with its
+`--tp --pp`, where TP 2's all-reduce buffers leave no KV for a sequence; llama.cpp Q4_K_M before pipeline layouts were
+searched); recommend's option for the card is then fit's
 answer on 2 x rtx-4090 (its engine, format, layout, memory and speed: fit asked here, not numbers copied from an
 output), priced as two cards (NVIDIA's 450 W board power of an RTX 4090 x 2 at the given $/kWh)."""
 
@@ -39,9 +41,12 @@ def test_the_two_card_option_is_fits_answer_at_that_layout(rec):
     (opt,) = [o for o in _rows(rec, "rtx-4090") if o.count == 2]
     hint = fit(MODEL, "rtx-4090", 2, **KW).fits_at  # fit's own search on 2 cards (vLLM's ladder, then llama.cpp's)
     assert hint is not None and (opt.engine, opt.weights_format) == (hint["engine"], hint["weights"])
-    r = fit(MODEL, "rtx-4090", 2, engine=hint["engine"], weights=hint["weights"], **KW)
+    # the hint's layout where it names pipeline stages (`fit --pp P`, fit choosing each stage's degree)
+    stages = {"pipeline_parallel": hint["pipeline_parallel"]} if "pipeline_parallel" in hint else {}
+    r = fit(MODEL, "rtx-4090", 2, engine=hint["engine"], weights=hint["weights"], **stages, **KW)
     assert r.fits and r.speed is not None
-    assert (opt.count, opt.tensor_parallel, opt.replicas) == (r.count, r.tensor_parallel, r.replicas)
+    assert (opt.count, opt.tensor_parallel, opt.pipeline_parallel, opt.replicas) == (
+        r.count, r.tensor_parallel, r.pipeline_parallel, r.replicas)
     assert opt.memory_per_device == r.memory_per_device and opt.budget_per_device == r.budget_per_device
     assert opt.tokens_per_second_per_user == r.speed.tokens_per_second_per_user
     assert opt.ttft_seconds == r.speed.ttft_seconds

@@ -42,6 +42,7 @@ from ..specs.workload import (
     DEFAULT_ATTENTION,
     ENGINE_SETTINGS,
     INFERENCE_NUMBERS,
+    PIPELINE_ENGINES,
     normalize_engine,
     prompt_and_output,
     read_number,
@@ -207,7 +208,8 @@ class ServingLayout(NamedTuple):
     # machines replicas of it; 1 for another engine (its devices per replica are the tensor-parallel degree)
     split_gpus: int = 1
     # pipeline stages of each replica (vLLM, SGLang: estimate/inference/pipeline.py), each of the tensor-parallel
-    # degree's devices: a replica takes tp x pipeline devices (fit does not search it: given, with or without a degree)
+    # degree's devices: a replica takes tp x pipeline devices (fit does not search it: given, with or without a degree;
+    # the hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
     pipeline: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
@@ -224,6 +226,53 @@ class ServingLayout(NamedTuple):
         """Copies of the model on ``count`` devices at tensor parallelism ``tp``: count / the GPUs of one llama.cpp
         split (one per machine), else count / tp (every device a copy where apart: tp 1)."""
         return max(1, count // (self.split_gpus if self.split else max(1, tp) * self.pipeline))
+
+
+def pipeline_options(spec: ModelSpec, layout: ServingLayout, count: int) -> list[int]:
+    """The pipeline stages P > 1 a hardware search (recommend, ``models --fits-on``, the plan's search: through
+    ``format_search.pick_format``) tries on ``count`` devices laid out as ``layout``, each `fit --pp P` (fit choosing
+    each stage's tensor-parallel degree among those of count / P): on the engines that run serving pipeline
+    parallelism (``PIPELINE_ENGINES``: vLLM --pipeline-parallel-size, SGLang --pp-size), a layout that shards (not
+    devices apart, not a llama.cpp split), P dividing the count (each replica T x P devices) and at most the model's
+    decoder layers (estimate/inference/pipeline.py ``pipeline_refusal``'s bound; its other refusals, a model mixing
+    cache kinds, are the estimate's: the search skips that P). Empty where none applies."""
+    if layout.engine not in PIPELINE_ENGINES or layout.apart or layout.split or one_device_serving(spec):
+        return []
+    return [p for p in range(2, min(count, spec.num_layers) + 1) if count % p == 0]
+
+
+def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequence[int],
+                          staged: Callable[[int], MemoryFit]) -> MemoryFit | None:
+    """The layout a hardware search takes of one format on one deployment, pipeline layouts considered: ``first``
+    (fit's own answer, tensor parallelism only) where it fits within one machine of ``per_node`` devices -- fit's
+    rule takes the fastest degree within a machine that fits, and goes across machines only where none does --
+    else, of ``first`` and each `fit --pp P` (``staged(P)``, P in ``stages``: ``pipeline_options``) that fits,
+    the one with the most output tokens/s in total at the load (``FitResult.tokens_per_second_total``, the figure
+    fit ranks its layouts within a machine by, ``fastest_first``, and recommend's ``rank_key`` orders one price's
+    options by), a tie to the fewest stages (no pipeline first). vLLM's docs advise tensor parallelism within a
+    machine and pipeline parallelism between machines (fit's warning on a degree that spans machines names
+    ``--tp --pp``); a stage count the estimate refuses (``InputError``: pipeline.py ``pipeline_refusal``) is
+    skipped. ``first`` where no pipeline layout fits (its own verdict and reasons); ``first`` None (the search
+    did not size it: its degrees cannot hold the weights) and none fits: the first stage count's answer (its
+    verdict), None where every one was refused."""
+    if first is not None and (not stages or first.refusal is not None
+                              or (first.fits and first.tensor_parallel <= per_node)):
+        return first
+    fitting = [first] if first is not None and first.fits else []
+    missed: MemoryFit | None = None
+    for p in stages:
+        try:
+            m = staged(p)
+        except InputError:  # the estimate's refusal of these stages on this model (pipeline.py)
+            continue
+        if m.fits and m.refusal is None:
+            fitting.append(m)
+        elif missed is None:
+            missed = m
+    if len(fitting) < 2:
+        return fitting[0] if fitting else first if first is not None else missed
+    answers = [(m, m.result(True)) for m in fitting]
+    return min(answers, key=lambda a: (-(a[1].tokens_per_second_total or 0.0), a[1].pipeline_parallel))[0]
 
 
 def serving_layout(engine: str, device: Device, count: int, per_node: int = SERVING_GPUS_PER_NODE) -> ServingLayout:
@@ -1607,6 +1656,8 @@ class MemoryFit(NamedTuple):
     # the engine's refusal to start whatever the weights (a context past the model's window, vLLM/SGLang:
     # estimate/context_window.py ``refusal_reason``), None where it starts; a format search stops on it
     refusal: str | None = None
+    # the tensor-parallel degree the fit took (``result``'s), read by ``with_pipeline_layouts`` without the answer
+    tensor_parallel: int = 1
 
 
 _NAME = attrgetter("name")
@@ -2005,7 +2056,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
                          instances=instances_for(n, instance))
 
-    return MemoryFit(fits, result, d.get("engine_refusal_reason"))
+    return MemoryFit(fits, result, d.get("engine_refusal_reason"), tp)
 
 
 def as_fit_chose(est: Estimate, tp_given: bool, concurrency: int | None, replicas: int) -> Estimate:

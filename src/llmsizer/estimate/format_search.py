@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import (
     ENGINE_NAMES,
     ENGINE_SETTINGS,
+    PIPELINE_ENGINES,
     check_pool_shares,
     engine_setting_given,
     implied_engine,
@@ -58,10 +60,12 @@ from .fit import (
     hint_memory,
     llamacpp_copy,
     per_replica,
+    pipeline_options,
     serving_layout,
     serving_machine_size,
     target_and_count,
     wait_before_ttft,
+    with_pipeline_layouts,
 )
 from .formats import engine_refuses, format_ladder, quality_warning, rung_bytes, rung_group_size, weights_asked
 from .inference.compose import check_engine_kv_dtype
@@ -270,7 +274,30 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     per_node = serving_machine_size(instance, given.get("gpus_per_node"), n)
     layout = serving_layout(engine, dev, n, per_node)
     tp = max(layout.tensor_parallel_options(spec, n, per_node))
-    spread = layout.split_gpus if layout.split else tp
+    # pipeline layouts (`fit --pp P`, fit choosing each stage's degree: fit.with_pipeline_layouts) where the caller
+    # pins no layout (a degree or stages given: fit's answer at them) and sizes a concurrency (at a rate fit ranks
+    # its layouts by the rate's own rule: tensor parallelism only there)
+    staged = request_rate is None and given.get("tensor_parallel") is None and given.get("pipeline_parallel") is None
+
+    def stage_spread(eng: str) -> dict[int, int]:
+        """Each pipeline layout's stages P on ``eng`` -> the devices of its widest replica (P x the largest degree
+        of count / P): the weights-alone check's share of that layout."""
+        if not staged or eng not in PIPELINE_ENGINES:  # (pipeline_options' first test, before a layout is made)
+            return {}
+        lay = serving_layout(eng, dev, n, per_node)
+        return {p: p * max(lay.tensor_parallel_options(spec, n // p, per_node)) for p in pipeline_options(spec, lay, n)}
+
+    # stage_spread per engine and its widest replica (0: no stages), made where a rung first asks it
+    reaches: dict[str, tuple[dict[int, int], int]] = {}
+
+    def reach_of(eng: str) -> tuple[dict[int, int], int]:
+        hit = reaches.get(eng)
+        if hit is None:
+            spreads = stage_spread(eng)
+            hit = reaches[eng] = (spreads, max(spreads.values(), default=0))
+        return hit
+
+    spread = layout.split_gpus if layout.split else tp  # the devices of one replica at fit's widest layout
     usable, _ = usable_memory(dev, memory, record=False)
 
     def rejected(why: str, fmt: str = "") -> FormatPick:
@@ -341,8 +368,13 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         except InputError as e:
             return rejected(str(e), fmt)
         weights_limit = usable if own_share else margin.budget(usable)
-        if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
-            smallest = (int(wb / spread), fmt, None, margin, eng)  # every rung that passes)
+        # whether fit's own layout (tensor parallelism only) could hold the weights, else the pipeline layouts whose
+        # replica's devices could (the same necessary condition, each layout's widest replica: stage_spread)
+        own = offloaded or wb / spread <= weights_limit
+        widest = max(spread, reach_of(eng)[1]) if not own else spread
+        if wb / widest > weights_limit and not own:
+            # the weights alone cannot fit on any layout (not asked; fit decides every rung that passes)
+            smallest = (int(wb / widest), fmt, None, margin, eng)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses); the
         # host CPU to the rungs llama.cpp runs (fit refuses it on another engine)
@@ -357,15 +389,24 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         target, cnt = instance or dev, None if instance is not None and n == instance.device_count else n
         try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
             known = sized_memo.get((fmt, eng, group)) if sized_memo is not None else None
-            sized = known if known is not None else fit_memory(spec, target, cnt, **args)
-            if sized_memo is not None:
-                sized_memo[(fmt, eng, group)] = sized
+            first = known if known is not None else fit_memory(spec, target, cnt, **args) if own else None
+            if sized_memo is not None and first is not None:
+                sized_memo[(fmt, eng, group)] = first
         except FieldError as e:  # a degree given that fit refuses on these devices: the caller's input, no rung's
             if "tensor_parallel" in e.fields and given.get("tensor_parallel") is not None:
                 raise
             return rejected(str(e), fmt)
         except InputError as e:
             return rejected(str(e), fmt)
+        found = first
+        if first is None or first.refusal is None and not (first.fits and first.tensor_parallel <= per_node):
+            # this rung on a pipeline layout: fit's own does not fit within one machine (or cannot hold the weights)
+            stages = [p for p, d in reach_of(eng)[0].items() if wb / d <= weights_limit]
+            found = with_pipeline_layouts(first, per_node, stages, partial(_staged_fit, spec, target, cnt, args))
+        if found is None:  # no layout that could hold the weights answered (fit refused every stage count)
+            smallest = (int(wb / max(spread, reach_of(eng)[1])), fmt, None, margin, eng)
+            continue
+        sized = found
         if sized.refusal is not None:  # the engine will not start at this context: not a matter of the format
             window = window or sized
             past_window.add(eng)
@@ -452,6 +493,13 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         why = refused if smallest is None and window is None else f"{why}; {refused}"
     return FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown,
                       past_window=window is not None)
+
+
+def _staged_fit(spec: ModelSpec, target: Device | Instance, count: int | None, args: dict[str, Any],
+                stages: int) -> MemoryFit:
+    """`fit --pp STAGES`'s memory stage of one rung (``args``: the rung's fit arguments): fit chooses each stage's
+    tensor-parallel degree (``pick_format``'s pipeline layouts, ``fit.with_pipeline_layouts``)."""
+    return fit_memory(spec, target, count, pipeline_parallel=stages, **args)
 
 
 def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,
@@ -721,5 +769,8 @@ def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:
     """``fits_at``'s answer for a met rung: its format, engine and fit's memory and budget per device."""
     r = pick.fit
     return {"weights": pick.weights_format, "engine": pick.engine, "same_engine": same_engine,
+            # a rung met on a pipeline layout (fit.with_pipeline_layouts): the layout it was sized at (`--tp --pp`)
+            **({"tensor_parallel": r.tensor_parallel, "pipeline_parallel": r.pipeline_parallel}
+               if r is not None and r.pipeline_parallel > 1 else {}),
             **(hint_memory(r) if r is not None else {"memory_per_device": pick.memory_per_device,
                                                      "budget_per_device": pick.budget_per_device})}

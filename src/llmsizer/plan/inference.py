@@ -331,6 +331,8 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
                                 **fields, **stages)
         if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format, option.engine):
             return None
+        if not stages and option.pipeline_parallel > 1:  # the search's pipeline layout (fit.with_pipeline_layouts):
+            stages = {"pipeline_parallel": option.pipeline_parallel}  # fit's answer on those stages, as it chose
         return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
                    headroom=job.resources.headroom, tensor_parallel=tp, **fields, **stages)
     try:
@@ -466,9 +468,12 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if hw is None and rec is not None and rec.chosen is not None:
         hw, device, instance = from_option(rec.chosen, job.resources, ctx)
         fmt = weights_asked(rec.chosen.weights_format) if rec.chosen.weights_format else fmt
-        notes.advice.append(f"no resources named: planned on {hw.label} at {rec.chosen.weights_format or fmt}, "
-                            "the cheapest option `llmsizer recommend` finds that fits the peak load and meets the "
-                            "latency limits")
+        flags = rec.chosen.layout_flags  # a pipeline option (fit.with_pipeline_layouts): planned on its stages,
+        if flags is not None:            # fit choosing each stage's degree, as the search sized it
+            job = replace(job, pipeline_parallel=rec.chosen.pipeline_parallel)
+        notes.advice.append(f"no resources named: planned on {hw.label} at {rec.chosen.weights_format or fmt}"
+                            + (f" ({flags})" if flags else "") + ", the cheapest option `llmsizer recommend` finds "
+                            "that fits the peak load and meets the latency limits")
     f_peak = f_typ = None
     stated_refusal: str | None = None  # fit's answer to a stated peak rate the deployment does not carry
     tp, replicas = 1, 1
@@ -507,11 +512,12 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                     notes.assumptions.append(said)
                     f_peak, job, at = kept_fit, kept_job, None
             if pinned is None and not f_peak.fits and at and "weights" in at and at["same_engine"] \
-                    and "experts_in_host" not in at:
+                    and "experts_in_host" not in at and "pipeline_parallel" not in at:
                 # no quantization key: the plan takes the format fit's one format rule picks on these devices
                 # (estimate/format_search.py, the best rung of the engine's ladder that fits), as the request
                 # template and docs/plans.md say ("the plan may choose one"); a rung of another engine, or one
-                # that fits only with experts in host memory (flags the request cannot state), stays a hint
+                # that fits only with experts in host memory (flags the request cannot state), or only on a
+                # pipeline layout (the request's own pipeline_parallel to give), stays a hint
                 taken = _fit(spec, fit_target, fit_count, job, str(at["weights"]), job.engine, ctx_peak,
                              conc_peak, out_peak, ctx.hardware_files, job.resources.memory,
                              rate=("peak", rates[1]) if rates else None, per_node=fit_per_node)

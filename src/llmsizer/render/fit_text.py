@@ -226,13 +226,15 @@ def fits_at_line(at: dict[str, Any] | None, rerun: bool = True) -> str | None:
     fmt = at["weights"].removeprefix("gguf:")
     if at.get("experts_in_host"):  # no rung fits on the GPUs alone: llama.cpp's auto-fit with experts in host memory
         return _experts_in_host_hint(at, fmt, rerun)
+    # a rung met on a pipeline layout (format_search.py: fit.with_pipeline_layouts) is said with its layout's flags
+    lay = f" --tp {at['tensor_parallel']} --pp {at['pipeline_parallel']}" if at.get("pipeline_parallel") else ""
     if at.get("same_engine", True):
-        return (f"hint: it fits at --weights {fmt}{mem}{_rung_speed(at)}, the best format on {at['engine']}'s ladder "
-                f"that does{_reading_words(at)}" + (f" (rerun with --weights {fmt})" if rerun else ""))
+        return (f"hint: it fits at --weights {fmt}{lay}{mem}{_rung_speed(at)}, the best format on {at['engine']}'s "
+                f"ladder that does{_reading_words(at)}" + (f" (rerun with --weights {fmt}{lay})" if rerun else ""))
     none = at.get("none_on") or {}
     return (f"hint: no format on {none.get('engine')}'s ladder fits; it fits on {at['engine']} at --weights {fmt}"
-            f"{mem}{_rung_speed(at)}, the best format on {at['engine']}'s ladder that does{_reading_words(at)}"
-            + (f" (rerun with --engine {at['engine']} --weights {fmt})" if rerun else ""))
+            f"{lay}{mem}{_rung_speed(at)}, the best format on {at['engine']}'s ladder that does{_reading_words(at)}"
+            + (f" (rerun with --engine {at['engine']} --weights {fmt}{lay})" if rerun else ""))
 
 
 

@@ -27,8 +27,8 @@ DEFAULT_TOP = 8
 
 def option_rows(rec: Recommendation, top: int = DEFAULT_TOP) -> tuple[list[list[str]], list[str]]:
     """The options table (rows, header) the terminal and the notebook HTML both show."""
-    def hw(o: Option) -> str:
-        return o.devices_text
+    def hw(o: Option) -> str:  # a pipeline option with the flags it was sized at (Option.layout_flags)
+        return o.devices_text + (f" {o.layout_flags}" if o.layout_flags else "")
 
     if rec.kind == "inference":
         rows = [[o.status, option_name(o), hw(o), o.weights_format.removeprefix("gguf:"), _price(o),

@@ -394,7 +394,9 @@ export function fitsAtText(at) {
   }
   const fmt = at.weights.replace(/^gguf:/, "");
   if (at.experts_in_host) return `fits on llama.cpp at ${fmt} with experts in host memory (--n-cpu-moe ${at.experts_in_host.n_cpu_moe})`;
-  return at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`;
+  // a rung met on a pipeline layout: its flags (fit_text.py fits_at_line, recommend.Option.layout_flags)
+  const lay = at.pipeline_parallel ? ` --tp ${at.tensor_parallel} --pp ${at.pipeline_parallel}` : "";
+  return (at.same_engine === false ? `fits on ${at.engine} at ${fmt}` : `fits at ${fmt}`) + lay;
 }
 
 export function fitsIfChangedText(at) {

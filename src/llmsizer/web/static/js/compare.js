@@ -68,7 +68,8 @@ function showProblem(e) {
 // the option's hardware as the core names it (recommend.Option.devices_text: count, device, instances), verbatim,
 // then the catalog's name of the device or instance where that line does not hold it (Standard_D2as_v5)
 // and whose it is where the core says (recommend.Option.ownership: "your hardware", "to buy"), as the CLI's table
-const label = (o) => `${o.devices_text}${o.name && !o.devices_text.includes(o.name) ? ` — ${o.name}` : ""}${o.ownership ? ` (${o.ownership})` : ""}`;
+// and a pipeline option's layout flags (recommend.Option.layout_flags: `--tp 8 --pp 2`), as the CLI's table
+const label = (o) => `${o.devices_text}${o.layout_flags ? ` ${o.layout_flags}` : ""}${o.name && !o.devices_text.includes(o.name) ? ` — ${o.name}` : ""}${o.ownership ? ` (${o.ownership})` : ""}`;
 const reasons = (o) => el("ul", { class: "reasons" }, o.reasons.map((r) => el("li", {}, r)));
 
 function render(rec, top) {
