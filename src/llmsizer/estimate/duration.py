@@ -67,6 +67,7 @@ from ..formulas.expert_parallel_time import (
 )
 from ..formulas.float8_training import (
     FLOAT8_BYTES,
+    TE_MXFP8,
     TE_RECIPES,
     TORCHAO_RECIPES,
     float8_cast_bytes,
@@ -1136,10 +1137,10 @@ def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
 
 def float8_cast_eq(recipe: str, compiled: bool) -> str:
     """The equation of formulas/float8_training.py that times ``recipe``'s casts: F1 eager torchao (any recipe), F2
-    compiled tensorwise, F3 / F3c TransformerEngine delayed / current scaling, F4 / F5 compiled rowwise / rowwise
+    compiled tensorwise, F3 / F3c / F3m TransformerEngine delayed / current scaling / MXFP8, F4 / F5 compiled rowwise / rowwise
     with bf16 grad_weight."""
     if recipe in TE_RECIPES:
-        return "3" if recipe == "transformer-engine" else "3c"
+        return {"transformer-engine": "3", "transformer-engine-current": "3c"}.get(recipe, "3m")
     if not compiled:
         return "1"
     return {"torchao": "2", "torchao-rowwise": "4"}.get(recipe, "5")
@@ -1793,7 +1794,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     + ("; taken in bf16: the Mamba mixers' in_proj / out_proj"
                                        if spec.recurrent is not None and spec.recurrent_layer_count
                                        and w.float8_recipe in TE_RECIPES else "")
-                                    + f" at the dense FP8 peak {peak8:.4g} FLOP/s x "
+                                    + f" at the dense FP8 peak {peak8:.4g} FLOP/s"
+                                    + (" (MXFP8's block-scaled GEMMs taken at the catalog's dense FP8 rate: it keeps "
+                                       "no MXFP8 figure, and NVIDIA's Blackwell datasheets give FP8 and MXFP8 one "
+                                       "rate)" if w.float8_recipe == TE_MXFP8 else "") + " x "
                                     f"{rho8.expected:g}" + (f" x {rowwise.expected:g} (rowwise) = {share8:.4g}"
                                                             if rowwise is not None else "")
                                     + " of the BF16 GEMMs' utilisation"))

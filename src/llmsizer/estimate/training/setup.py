@@ -477,7 +477,7 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
     refused = E.attention_kernel_refusal(*call) if call is not None else None
     if refused is not None:
         raise refused
-    no_float8 = float8_refusal(device) if w.float8 else None
+    no_float8 = float8_refusal(device, w.float8_recipe, w.gpu_capability) if w.float8 else None
     if no_float8 is not None:
         raise DeviceCannotRunError("float8", no_float8)
     unmodelled = float8_not_modelled(device) if w.float8 else None
