@@ -71,6 +71,7 @@ from ..formulas.float8_training import (
     TE_RECIPES,
     TORCHAO_RECIPES,
     float8_cast_bytes,
+    float8_gathered_element_bytes,
     float8_gathers_in_float8,
     float8_gemms,
     float8_layer_flops,
@@ -573,7 +574,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  moe_permute=megatron_moe_permute(spec, w))
     if w.compile and w.sequence_parallel and tp > 1:
         total += _sequence_parallel_copies_per_token(spec, c, tp, w.micro_batch, w.tp_comm_overlap, ckpt,
-                                                     1.0 if w.float8 and float8_gathers_in_float8(w.float8_recipe)
+                                                     float8_gathered_element_bytes(w.float8_recipe)
+                                                     if w.float8 and float8_gathers_in_float8(w.float8_recipe)
                                                      else None)
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
         # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,

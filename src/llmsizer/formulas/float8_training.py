@@ -300,6 +300,19 @@ def float8_gathers_in_float8(recipe: str) -> bool:
     return recipe not in ("torchao-rowwise", "torchao-rowwise-gw-hp")
 
 
+def float8_gathered_element_bytes(recipe: str) -> float:
+    """Bytes per element of a sequence-parallel all-gather in float8 under ``recipe``
+    (:func:`float8_gathers_in_float8`): 1 B (the e4m3/e5m2 data; the per-tensor scale is one fp32), under MXFP8
+    1 + 1/32 B (the rowwise data and its E8M0 scales: TE sets the gather's quantizer to rowwise only, module/linear.py
+    @d0067d0d lines 402-405, and ``_all_gather_mxfp8`` gathers data and scale-inverses, pytorch/distributed.py lines
+    1527-1640).
+
+    >>> float8_gathered_element_bytes("transformer-engine"), float8_gathered_element_bytes("transformer-engine-mxfp8")
+    (1.0, 1.03125)
+    """
+    return FLOAT8_BYTES + (MXFP8_SCALE_BYTES / MXFP8_BLOCK if recipe == TE_MXFP8 else 0.0)
+
+
 def float8_gemms(recipe: str) -> int:
     """How many of a float8 linear's three GEMMs (output, grad_input, grad_weight) run in float8 under ``recipe``:
     2 for ROWWISE_WITH_GW_HP (grad_weight in bf16, module docstring), else 3."""
