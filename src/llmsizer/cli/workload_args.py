@@ -563,7 +563,9 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         "grad_weight GEMM in bf16), transformer-engine (te.Linear, "
                         f"fused cast-transpose; its float8 weight copies saved per layer, or cached under "
                         "gradient accumulation; delayed scaling) or transformer-engine-current (the same under "
-                        "current scaling, Megatron-Bridge fp8_cs: an amax pass before each cast) "
+                        "current scaling, Megatron-Bridge fp8_cs: an amax pass before each cast) or "
+                        "transformer-engine-mxfp8 (MXFP8BlockScaling, Megatron-Bridge mxfp8: an E8M0 scale per 32 "
+                        "elements, rowwise and columnwise copies; Blackwell B200/GB200/B300 only) "
                         f"(default {TW.float8_recipe})")
     g.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,
                    help="with a megatron precision, --float8, a transformer-engine recipe and --zero 1: Megatron's "

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog, names_detected
 from ..errors import FieldError, InputError, UnknownNameError
+from ..formulas.float8_training import TE_MXFP8, mxfp8_supported
 from ..formulas.network import nccl_nvlink_share
 from ..formulas.weight_formats import VLLM_FP32_GATE, normalize_format
 from ..inputs import short
@@ -388,7 +389,7 @@ def float8_not_modelled(device: Device) -> str | None:
             "without float8")
 
 
-def float8_refusal(device: Device) -> str | None:
+def float8_refusal(device: Device, recipe: str = "torchao", capability: int | None = None) -> str | None:
     """Why float8 training (``TrainingWorkload.float8``) cannot run on ``device``, or None where it runs or the device
     does not say (a hardware file's GPU without capability or architecture): a GPU without FP8 tensor cores by
     :func:`fp8_tensor_cores`, the one rule (a CUDA GPU below compute capability :data:`FP8_GEMM_MIN_CAPABILITY`:
@@ -397,8 +398,19 @@ def float8_refusal(device: Device) -> str | None:
     codegen/xla_native_functions.yaml @0192ff75 lists ``mm``, ``addmm``, ``bmm`` but no ``_scaled_mm``), so torchao's
     float8 training, whose GEMM is that op, has no XLA path. A CPU and an Apple GPU are refused by the workload
     itself (specs/training.py, from ``device``/``gpu_runtime``). An Intel Gaudi runs FP8 training, through a stack
-    llmsizer does not model: :func:`float8_not_modelled`, not a refusal here."""
+    llmsizer does not model: :func:`float8_not_modelled`, not a refusal here. TransformerEngine's MXFP8 recipe
+    (``recipe`` 'transformer-engine-mxfp8') runs on CUDA compute capability 10.x / 11.x only
+    (formulas/float8_training.py ``mxfp8_supported``: TE's ``_compute_mxfp8_support``): refused on every other
+    GPU (``capability``: the workload's ``gpu_capability``, read where ``device`` is the generic GPU a fit sizes on;
+    a CUDA GPU that says neither passes, as above)."""
     runtime = gpu_runtime(device)
+    cc = device.capability if device.capability is not None else capability
+    if (recipe == TE_MXFP8 and device.kind == "gpu" and (runtime != "cuda" or cc is not None)
+            and not (runtime == "cuda" and mxfp8_supported(cc))):
+        where = f"compute capability {cc // 10}.{cc % 10}" if runtime == "cuda" and cc is not None else f"{runtime}"
+        return (f"float8_recipe {recipe} (TransformerEngine MXFP8BlockScaling) runs on datacenter Blackwell only, "
+                f"compute capability 10.x/11.x (B200, GB200, B300), not on {device.id} ({where}; TransformerEngine "
+                "quantization.py _compute_mxfp8_support); use transformer-engine-current there")
     if runtime == "xla":
         return (f"float8 training runs torch._scaled_mm, which torch_xla does not lower, so it has no path on "
                 f"{device.id} (a TPU): torchao's Float8Linear runs on CUDA and ROCm GPUs only; train without float8")

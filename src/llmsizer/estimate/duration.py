@@ -67,9 +67,11 @@ from ..formulas.expert_parallel_time import (
 )
 from ..formulas.float8_training import (
     FLOAT8_BYTES,
+    TE_MXFP8,
     TE_RECIPES,
     TORCHAO_RECIPES,
     float8_cast_bytes,
+    float8_gathered_element_bytes,
     float8_gathers_in_float8,
     float8_gemms,
     float8_layer_flops,
@@ -572,7 +574,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  moe_permute=megatron_moe_permute(spec, w))
     if w.compile and w.sequence_parallel and tp > 1:
         total += _sequence_parallel_copies_per_token(spec, c, tp, w.micro_batch, w.tp_comm_overlap, ckpt,
-                                                     1.0 if w.float8 and float8_gathers_in_float8(w.float8_recipe)
+                                                     float8_gathered_element_bytes(w.float8_recipe)
+                                                     if w.float8 and float8_gathers_in_float8(w.float8_recipe)
                                                      else None)
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
         # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,
@@ -1136,10 +1139,10 @@ def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
 
 def float8_cast_eq(recipe: str, compiled: bool) -> str:
     """The equation of formulas/float8_training.py that times ``recipe``'s casts: F1 eager torchao (any recipe), F2
-    compiled tensorwise, F3 / F3c TransformerEngine delayed / current scaling, F4 / F5 compiled rowwise / rowwise
+    compiled tensorwise, F3 / F3c / F3m TransformerEngine delayed / current scaling / MXFP8, F4 / F5 compiled rowwise / rowwise
     with bf16 grad_weight."""
     if recipe in TE_RECIPES:
-        return "3" if recipe == "transformer-engine" else "3c"
+        return {"transformer-engine": "3", "transformer-engine-current": "3c"}.get(recipe, "3m")
     if not compiled:
         return "1"
     return {"torchao": "2", "torchao-rowwise": "4"}.get(recipe, "5")
@@ -1793,7 +1796,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     + ("; taken in bf16: the Mamba mixers' in_proj / out_proj"
                                        if spec.recurrent is not None and spec.recurrent_layer_count
                                        and w.float8_recipe in TE_RECIPES else "")
-                                    + f" at the dense FP8 peak {peak8:.4g} FLOP/s x "
+                                    + f" at the dense FP8 peak {peak8:.4g} FLOP/s"
+                                    + (" (MXFP8's block-scaled GEMMs taken at the catalog's dense FP8 rate: it keeps "
+                                       "no MXFP8 figure, and NVIDIA's Blackwell datasheets give FP8 and MXFP8 one "
+                                       "rate)" if w.float8_recipe == TE_MXFP8 else "") + " x "
                                     f"{rho8.expected:g}" + (f" x {rowwise.expected:g} (rowwise) = {share8:.4g}"
                                                             if rowwise is not None else "")
                                     + " of the BF16 GEMMs' utilisation"))

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from ..formulas.context_parallel import local_tokens
 from ..formulas.expert_parallel_time import machine_shares
-from ..formulas.float8_training import float8_gathers_in_float8
+from ..formulas.float8_training import float8_gathered_element_bytes, float8_gathers_in_float8
 from ..formulas.gemm_shapes import gemm_efficiency, tally
 from ..formulas.model_parallel_time import (
     DataParallelOverlap,
@@ -309,7 +309,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     # torch's early-stopping non-reentrant checkpoint does not re-run the layer's last collective (eq. (T1'''))
     early = not recomputes_whole_layer(w.checkpoint_impl)
     fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp,
-                                     1.0 if float8_gather else None, regathered, early,
+                                     float8_gathered_element_bytes(w.float8_recipe) if float8_gather else None,
+                                     regathered, early,
                                      w.sequence_parallel) if tp > 1 else (0.0, 0.0)
     hidden_s = regather = 0.0
     if tp > 1 and w.tp_backward_overlap and intra != inf and gemm_rate > 0:

@@ -104,6 +104,27 @@ linear of in -> out features over t tokens, c bytes per compute element, counted
 
       B_te_cs = F3 + c (t i [input not norm-fed] + i o + t o)                                    (F3c)
 
+- TransformerEngine under ``MXFP8BlockScaling`` (recipe 'transformer-engine-mxfp8': Megatron-Bridge's
+  ``bf16_with_mxfp8_mixed``, ``fp8_recipe = "mxfp8"``, NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/
+  mixed_precision.py @067f987d lines 255-266; what TE's ``get_default_fp8_recipe`` picks on a GPU that supports it,
+  TransformerEngine @d0067d0d pytorch/quantization.py lines 242-254): one E8M0 scale per block of
+  ``MXFP8_BLOCK`` = 32 consecutive elements (common/recipe/__init__.py lines 337-350; pytorch/constants.py line 175),
+  computed inside the cast kernel from the block's own amax (no history, no separate amax pass). Because a block's
+  scale runs along one direction, a tensor needed by both a row-major and a column-major GEMM operand (the input:
+  fprop and wgrad; the weight: fprop and dgrad; grad_output: dgrad and wgrad) is quantized twice from the 16-bit
+  source, in one kernel that reads it once and writes both copies and both scale arrays
+  (``quantize_mxfp8_kernel``, common/cast/mxfp8/quantize_mxfp8.cuh lines 46-49, ``ROWWISE_SCALING`` and
+  ``COLWISE_SCALING``; ``MXFP8Quantizer::quantize`` -> ``nvte_quantize_v2``, pytorch/csrc/quantizer.cpp lines
+  1835-1851)::
+
+      B_te_mx = (c + 2 + 2/32) (t i + t o + i o)                                                  (F3m)
+
+  The GEMMs run as block-scaled FP8 (Blackwell's tcgen05 MMA with E8M0 scales), timed at the catalog's dense FP8
+  peak (an assumption the duration names: the catalog keeps one FP8 figure, and NVIDIA's Blackwell datasheets give
+  FP8 and MXFP8 one rate). Only compute capability 10.x and 11.x run it (``_compute_mxfp8_support``,
+  quantization.py lines 162-168: 12.0+ "not supported ... yet", below 10.0 "compute capability 10.0 or higher
+  required"): :func:`mxfp8_supported`.
+
   The scale's fp32 scalars (8 B per cast, quantizer.cpp line 1038) and, for a sequence-parallel column-parallel input,
   the one-float amax all-reduce over the tensor-parallel group (line 1020; module/linear.py lines 351-354) are left
   out of the byte counts. Memory is the delayed recipe's: ``Float8CurrentScalingQuantizer::create_tensor`` allocates
@@ -209,9 +230,63 @@ def float8_backward_bytes(tokens: int, in_features: int, out_features: int, comp
 
 # torchao's Float8Linear recipes (Float8LinearRecipeName TENSORWISE, ROWWISE, ROWWISE_WITH_GW_HP: module docstring)
 TORCHAO_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp")
-# TransformerEngine's per-tensor recipes: DelayedScaling ('transformer-engine', llm-foundry's) and
-# Float8CurrentScaling ('transformer-engine-current', Megatron-Bridge's fp8_cs; eq. F3c)
-TE_RECIPES = ("transformer-engine", "transformer-engine-current")
+# TransformerEngine's recipes: the per-tensor DelayedScaling ('transformer-engine', llm-foundry's) and
+# Float8CurrentScaling ('transformer-engine-current', Megatron-Bridge's fp8_cs; eq. F3c), and the block-scaled
+# MXFP8BlockScaling ('transformer-engine-mxfp8', Megatron-Bridge's mxfp8, Blackwell only; eq. F3m)
+TE_RECIPES = ("transformer-engine", "transformer-engine-current", "transformer-engine-mxfp8")
+TE_MXFP8 = "transformer-engine-mxfp8"
+# MXFP8: elements per E8M0 scale (TransformerEngine @d0067d0d pytorch/constants.py line 175 MXFP8_BLOCK_SCALING_SIZE,
+# pytorch/csrc/quantizer.cpp line 198 MXFP8_BLOCK_SIZE) and the bytes of one scale (E8M0: 8 exponent bits, a uint8
+# tensor, quantizer.cpp lines 1521-1534)
+MXFP8_BLOCK = 32
+MXFP8_SCALE_BYTES = 1
+# the compute capabilities (major x 10 + minor) whose TransformerEngine runs MXFP8: [100, 120) (quantization.py
+# @d0067d0d lines 162-168 _compute_mxfp8_support: >= 12.0 refused "for all gemm layouts ... yet", < 10.0 refused)
+TE_MXFP8_CAPABILITIES = (100, 120)
+MXFP8_SOURCE = ("TransformerEngine @d0067d0d pytorch/quantization.py lines 162-168 (_compute_mxfp8_support), "
+                "242-254 (get_default_fp8_recipe); common/recipe/__init__.py lines 337-350 (MXFP8BlockScaling); "
+                "pytorch/csrc/quantizer.cpp lines 198, 1502-1545 (MXFP8Quantizer::create_tensor: rowwise and "
+                "columnwise uint8 data and scale_inv), 1852-1879 (get_scale_shape), 1835-1851 (quantize); "
+                "common/cast/mxfp8/quantize_mxfp8.cuh lines 46-49; pytorch/module/linear.py lines 461-490")
+
+
+def mxfp8_supported(capability: int | None) -> bool:
+    """Whether TransformerEngine runs MXFP8 on a CUDA GPU of compute ``capability`` (major x 10 + minor):
+    datacenter Blackwell, 10.x and 11.x (``_compute_mxfp8_support``, quantization.py lines 162-168); not Hopper
+    (9.0), Ada (8.9) or 12.x (GeForce / RTX PRO Blackwell), nor an unknown capability (None).
+
+    >>> mxfp8_supported(100), mxfp8_supported(103), mxfp8_supported(90), mxfp8_supported(120)
+    (True, True, False, False)
+    """
+    lo, hi = TE_MXFP8_CAPABILITIES
+    return capability is not None and lo <= capability < hi
+
+
+def mxfp8_tensor_bytes(rows: int, cols: int, rowwise: bool = True, columnwise: bool = True) -> int:
+    """Bytes TransformerEngine allocates for an MXFP8 tensor of ``rows`` x ``cols`` (the last dimension ``cols``;
+    leading dimensions flattened into ``rows``), as ``MXFP8Quantizer::create_tensor`` and ``get_scale_shape`` build
+    it (quantizer.cpp lines 1502-1545, 1852-1879): per usage, 1 B of e4m3 data per element plus a uint8 E8M0 scale
+    array, padded to TE's scale alignment::
+
+        rowwise:    rows cols + roundup(rows, 128) roundup(cols / 32, 4)
+        columnwise: rows cols + roundup(rows / 32, 4) roundup(cols, 128)                           (T1m)
+
+    Both dimensions must be multiples of 32 (quantizer.cpp lines 1513-1515). Where rows and cols are multiples of
+    128 (every projection of the models llmsizer sizes) the padding is nil: (1 + 1/32) B per element per usage.
+
+    >>> mxfp8_tensor_bytes(4096, 4096), mxfp8_tensor_bytes(32, 32, columnwise=False)
+    (34603008, 1536)
+    """
+    if rows % MXFP8_BLOCK or cols % MXFP8_BLOCK or rows <= 0 or cols <= 0:
+        raise InputError(f"MXFP8 needs both dimensions to be positive multiples of {MXFP8_BLOCK}, got {rows} x {cols}")
+
+    def up(x: int, m: int) -> int:
+        return -(-x // m) * m
+
+    n = rows * cols
+    row = n + up(rows, 128) * up(cols // MXFP8_BLOCK, 4) * MXFP8_SCALE_BYTES
+    col = n + up(rows // MXFP8_BLOCK, 4) * up(cols, 128) * MXFP8_SCALE_BYTES
+    return (row if rowwise else 0) + (col if columnwise else 0)
 RECIPES = TORCHAO_RECIPES + TE_RECIPES
 
 
@@ -223,6 +298,19 @@ def float8_gathers_in_float8(recipe: str) -> bool:
     shard ``self._data``; module/linear.py lines 378-411: the sequence-parallel input is quantized, then gathered).
     Whether a workload's weights are gathered in float8: estimate/training/gather_units.py ``float8_all_gather``."""
     return recipe not in ("torchao-rowwise", "torchao-rowwise-gw-hp")
+
+
+def float8_gathered_element_bytes(recipe: str) -> float:
+    """Bytes per element of a sequence-parallel all-gather in float8 under ``recipe``
+    (:func:`float8_gathers_in_float8`): 1 B (the e4m3/e5m2 data; the per-tensor scale is one fp32), under MXFP8
+    1 + 1/32 B (the rowwise data and its E8M0 scales: TE sets the gather's quantizer to rowwise only, module/linear.py
+    @d0067d0d lines 402-405, and ``_all_gather_mxfp8`` gathers data and scale-inverses, pytorch/distributed.py lines
+    1527-1640).
+
+    >>> float8_gathered_element_bytes("transformer-engine"), float8_gathered_element_bytes("transformer-engine-mxfp8")
+    (1.0, 1.03125)
+    """
+    return FLOAT8_BYTES + (MXFP8_SCALE_BYTES / MXFP8_BLOCK if recipe == TE_MXFP8 else 0.0)
 
 
 def float8_gemms(recipe: str) -> int:
@@ -258,7 +346,7 @@ def float8_cast_bytes(tokens: float, in_features: int, out_features: int, comput
                       compiled: bool = True, weight_share: float = 1.0,
                       shared_input: bool = False, norm_fed: bool = False) -> tuple[float, float]:
     """(forward, backward) bytes one float8 linear's casts move over ``tokens`` tokens: eqs. (F1) eager torchao,
-    (F2) compiled torchao, (F3) TransformerEngine delayed scaling, (F3c) its current scaling, (F4)/(F5) compiled
+    (F2) compiled torchao, (F3) TransformerEngine delayed scaling, (F3c) its current scaling, (F3m) its MXFP8, (F4)/(F5) compiled
     torchao rowwise / rowwise with bf16 grad_weight (eager: F1's per-cast bytes over the tensors they cast).
     ``weight_share``: the part of the weight this device casts (1/n when FSDP all-gathers the weights in float8, each
     device casting its shard). ``shared_input``: a sibling linear reads the same input and its fused amax pass is
@@ -270,13 +358,17 @@ def float8_cast_bytes(tokens: float, in_features: int, out_features: int, comput
     >>> float8_cast_bytes(10, 4, 8, 2, "transformer-engine-current"), float8_cast_bytes(
     ...     10, 4, 8, 2, "transformer-engine-current", norm_fed=True)
     ((432.0, 480.0), (352.0, 480.0))
+    >>> float8_cast_bytes(10, 4, 8, 2, "transformer-engine-mxfp8")
+    (292.5, 325.0)
     """
     t, i, o, c = float(tokens), float(in_features), float(out_features), float(compute_bytes)
     if t < 0 or i < 0 or o < 0 or c <= 0 or not 0 <= weight_share <= 1:
         raise InputError("float8 cast sizes must not be negative, the element size positive, the share in [0, 1]")
     w = i * o
     if recipe in TE_RECIPES:
-        fwd, bwd = (c + 2) * (t * i + w * weight_share), (c + 2) * t * o
+        # eq. F3m: MXFP8 writes two 1-byte copies and their E8M0 scales, one per 32 elements each
+        per = c + 2 + (2.0 * MXFP8_SCALE_BYTES / MXFP8_BLOCK if recipe == TE_MXFP8 else 0.0)
+        fwd, bwd = per * (t * i + w * weight_share), per * t * o
         if recipe == "transformer-engine-current":  # eq. F3c: the amax pass before each cast not fused upstream
             fwd += c * ((0.0 if norm_fed else t * i) + w * weight_share)
             bwd += c * t * o
@@ -458,11 +550,18 @@ TE_SOURCE = ("TransformerEngine @d0067d0d pytorch/module/linear.py lines 461-490
              + LLM_FOUNDRY_TE_CALL + "; " + MEGATRON_TE_CALL)
 
 
-def te_weight_copy_bytes(elements: int, capability: int | None = 90, columnwise: bool = True) -> int:
+def te_weight_copy_bytes(elements: int, capability: int | None = 90, columnwise: bool = True,
+                         recipe: str = "transformer-engine") -> int:
     """Bytes of the float8 copy TransformerEngine makes of ``elements`` weight elements under tensor scaling
     (delayed or current), on a GPU of compute ``capability`` (major x 10 + minor; None: Hopper's 90)::
 
         B = n (rowwise data)  + n (its transpose, when the backward needs it and the GPU runs TN-only FP8 GEMMs)  (T1)
+
+    Under MXFP8 (``recipe`` 'transformer-engine-mxfp8') the rowwise and the columnwise copies are separate
+    quantizations on every GPU (module docstring, eq. F3m), each with one E8M0 byte per 32 elements (eq. T1m,
+    :func:`mxfp8_tensor_bytes`, without its scale padding, nil where the dimensions are multiples of 128)::
+
+        B_mx = ceil(n (1 + 1/32)) (rowwise)  + ceil(n (1 + 1/32)) (columnwise, when the backward needs it)
 
     (quantizer.cpp lines 355-384; the per-tensor fp32 scale_inv, 4 B, is left out): 2 B per element on Ada (8.9),
     Hopper (9.0) and GeForce / RTX PRO Blackwell (12.x), 1 B on datacenter Blackwell (B200, GB200: 10.0; B300,
@@ -471,7 +570,12 @@ def te_weight_copy_bytes(elements: int, capability: int | None = 90, columnwise:
 
     >>> te_weight_copy_bytes(1000), te_weight_copy_bytes(1000, 100), te_weight_copy_bytes(1000, 90, False)
     (2000, 1000, 1000)
+    >>> te_weight_copy_bytes(1024, 100, recipe="transformer-engine-mxfp8")
+    2112
     """
+    if recipe == TE_MXFP8:
+        one = elements * FLOAT8_BYTES + -(-elements * MXFP8_SCALE_BYTES // MXFP8_BLOCK)
+        return one * (2 if columnwise else 1)
     cc = 90 if capability is None else capability
     non_tn = any(lo <= cc < hi for lo, hi in TE_NON_TN_CAPABILITIES)
     return elements * FLOAT8_BYTES * (2 if columnwise and not non_tn else 1)

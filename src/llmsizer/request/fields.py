@@ -390,7 +390,8 @@ TRAINING = (
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
           F("float8", "bool", "torchao float8 training (float8 all-gather with FSDP)", template=False),
           F("float8_recipe", "enum", "with float8: torchao Float8Linear (tensorwise, rowwise, rowwise with bf16 "
-            "grad_weight) or transformer-engine te.Linear (delayed scaling; -current: current scaling)",
+            "grad_weight) or transformer-engine te.Linear (delayed scaling; -current: current scaling; -mxfp8: "
+            "MXFP8 block scaling, Blackwell only)",
             template=False, choices=FLOAT8_RECIPES),
           F("fp8_param_gather", "bool", "Megatron --fp8-param-gather (`train --[no-]fp8-param-gather`): the te "
             "linears' weights kept as float8 parameters (1 B + the transpose on Hopper, no bf16 weight, no float8 "

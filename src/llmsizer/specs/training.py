@@ -273,8 +273,15 @@ def default_mamba_path(device: str, gpu_runtime: str) -> str:
     CUDA GPU, where they install; 'torch' (transformers' reference functions) elsewhere, ROCm included (a source
     build there). The one default training's ``mamba_path`` and inference's recurrent scan read (review24 D2)."""
     return "cuda-kernels" if device != "cpu" and gpu_runtime == "cuda" else "torch"
-FLOAT8_TE_RECIPES = ("transformer-engine", "transformer-engine-current")  # formulas/float8_training.py TE_RECIPES
+FLOAT8_TE_RECIPES = ("transformer-engine", "transformer-engine-current", "transformer-engine-mxfp8")  # formulas/float8_training.py TE_RECIPES
 FLOAT8_RECIPES = ("torchao", "torchao-rowwise", "torchao-rowwise-gw-hp") + FLOAT8_TE_RECIPES  # ... RECIPES
+# Megatron's fp8_param_gather under MXFP8 is another mechanism than eq. T3's, not modelled: Megatron-Bridge's
+# bf16_with_mxfp8_mixed sets reuse_grad_buf_for_mxfp8_param_ag (training/mixed_precision.py @067f987d lines 255-266),
+# where the parameters are all-gathered in bf16 into the gradient buffer and cast to MXFP8 on the copy into param.data
+# (Megatron-LM core/distributed/param_and_grad_buffer.py, the reuse_grad_buf_for_mxfp8_param_ag branch)
+MXFP8_PARAM_GATHER_REFUSAL = ("fp8_param_gather with float8_recipe 'transformer-engine-mxfp8' is not modelled (Megatron "
+                              "gathers MXFP8 parameters in bf16 through the gradient buffer, "
+                              "reuse_grad_buf_for_mxfp8_param_ag); give it without fp8_param_gather")
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
 COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
@@ -752,7 +759,10 @@ class TrainingWorkload:
         'transformer-engine' (``te.Linear`` under ``fp8_autocast``, delayed scaling, fused cast-transpose kernels:
         llm-foundry ``fc_type: te``) or 'transformer-engine-current' (the same te layers under TransformerEngine's
         ``Float8CurrentScaling``, Megatron-Bridge's ``fp8_cs``: an amax pass over each tensor before its cast, except
-        the norm-fed inputs whose amax the fused norm computes, eq. F3c; no amax history; the same weight copies);
+        the norm-fed inputs whose amax the fused norm computes, eq. F3c; no amax history; the same weight copies)
+        or 'transformer-engine-mxfp8' (the same te layers under ``MXFP8BlockScaling``, Megatron-Bridge's ``mxfp8``:
+        one E8M0 scale per 32 elements, a rowwise and a columnwise copy of each quantized tensor, eqs. F3m and T1m;
+        datacenter Blackwell only, compute capability 10.x / 11.x: estimate/device.py ``float8_refusal``);
         it changes the casts' memory-bound time (eqs. F1-F3c) and the weight copies:
         torchao keeps none, TransformerEngine keeps each te.Linear's float8 weight (rowwise + transposed on Hopper)
         from the layer's forward to its backward (llm-foundry's blocks pass no ``is_first_microbatch``: no
@@ -1150,6 +1160,8 @@ class TrainingWorkload:
         if self.fp8_param_gather is not None:
             if not isinstance(self.fp8_param_gather, bool):
                 raise InputError(f"fp8_param_gather: {not_true_or_false(self.fp8_param_gather)}")
+            if self.fp8_param_gather and self.float8 and self.float8_recipe == "transformer-engine-mxfp8":
+                raise FieldError("fp8_param_gather", MXFP8_PARAM_GATHER_REFUSAL)
             if self.fp8_param_gather and not self.fp8_params_possible:
                 raise FieldError("fp8_param_gather", "fp8_param_gather is Megatron's (TransformerEngine float8 "
                                  "parameters): it needs precision megatron-bf16 or megatron-fp16, float8 with "

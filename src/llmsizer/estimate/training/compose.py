@@ -21,6 +21,9 @@ from ...errors import FieldError, InputError
 from ...formulas.context_parallel import TE_CP_SOURCE
 from ...formulas.float8_training import (
     FP8_PARAM_SOURCE,
+    MXFP8_BLOCK,
+    MXFP8_SOURCE,
+    TE_MXFP8,
     TE_RECIPES,
     TE_SOURCE,
     TORCHAO_RECIPES,
@@ -103,8 +106,10 @@ COMPONENT_FORMULA = {
                           "(1 B rowwise + 1 B transposed per element on Hopper/Ada, 1 B on datacenter Blackwell, whose "
                           "non-TN FP8 GEMMs need no transpose, eq. T1), saved from each layer's "
                           "forward to its backward (a checkpointed layer: its recompute's only); under Megatron-Core, "
-                          "which passes is_first_microbatch, every layer's kept in _fp8_workspaces the whole step",
-                          "formulas/float8_training.py te_weight_copy_bytes (" + TE_SOURCE + ")"),
+                          "which passes is_first_microbatch, every layer's kept in _fp8_workspaces the whole step; "
+                          "under MXFP8 a rowwise and a columnwise copy on every GPU, each 1 B + one E8M0 scale per 32 "
+                          "elements (eq. T1m)",
+                          "formulas/float8_training.py te_weight_copy_bytes (" + TE_SOURCE + "; " + MXFP8_SOURCE + ")"),
     "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
     "logits_and_loss": ("logits + fp32 upcast (forward) or the two fp32 [tokens, vocab] loss gradients (backward)",
                         "transformers loss_utils.py ForCausalLMLoss (logits.float()); torch cross_entropy"),
@@ -1169,8 +1174,11 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     elif ctx.w.float8 and ctx.w.float8_recipe in TE_RECIPES:
         cc = ctx.w.gpu_capability
         on = "Hopper's, the GPU not known" if cc is None else f"compute capability {cc // 10}.{cc % 10}"
-        value += (f"; + TransformerEngine's float8 copy of each te.Linear weight ({te_weight_copy_bytes(1, cc)} B per "
-                  f"element on {on}: fp8_weight_copies, eq. T1), "
+        mx = ctx.w.float8_recipe == TE_MXFP8
+        per = (f"{te_weight_copy_bytes(MXFP8_BLOCK, cc, recipe=TE_MXFP8) / MXFP8_BLOCK:g} B per element: a rowwise "
+               "and a columnwise MXFP8 copy, 1 B each + one E8M0 scale per 32 elements each, eq. T1m" if mx else
+               f"{te_weight_copy_bytes(1, cc)} B per element on {on}: eq. T1")
+        value += (f"; + TransformerEngine's float8 copy of each te.Linear weight ({per}; fp8_weight_copies), "
                   + ("every layer's for the whole step (Megatron-Core passes is_first_microbatch: TE keeps it in "
                      "_fp8_workspaces, eq. T2)" if te_first_microbatch_cache(ctx.w) else
                      "per layer from its forward to its backward (as llm-foundry calls the te modules, without "

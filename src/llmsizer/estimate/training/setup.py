@@ -290,6 +290,10 @@ def fp8_param_gather_why(w: TrainingWorkload) -> str:
     """Why ``w``'s te linears hold float8 parameters or not (``TrainingWorkload.fp8_params``, eq. T3)."""
     if given(w, "fp8_param_gather"):
         return "given" + ("" if w.fp8_params else ": each te linear keeps its bf16 parameter and a float8 copy")
+    if w.float8_recipe == "transformer-engine-mxfp8":
+        return ("off: under MXFP8 Megatron-Bridge's recipe sets it with reuse_grad_buf_for_mxfp8_param_ag (bf16 "
+                "all-gather through the gradient buffer, a cast into MXFP8 parameters), which llmsizer does not "
+                "model: each te linear keeps its bf16 parameter and an MXFP8 copy (eq. T1m)")
     if not w.fp8_params_possible:
         return ("off: Megatron's fp8_param_gather needs the distributed optimizer (zero >= 1; Megatron-LM @d98e8a64 "
                 "arguments.py lines 1095-1097) and no fsdp (lines 1051-1056): each te linear keeps its bf16 "
@@ -477,7 +481,7 @@ def refuse_attention_kernel(spec: ModelSpec, w: TrainingWorkload, device: Device
     refused = E.attention_kernel_refusal(*call) if call is not None else None
     if refused is not None:
         raise refused
-    no_float8 = float8_refusal(device) if w.float8 else None
+    no_float8 = float8_refusal(device, w.float8_recipe, w.gpu_capability) if w.float8 else None
     if no_float8 is not None:
         raise DeviceCannotRunError("float8", no_float8)
     unmodelled = float8_not_modelled(device) if w.float8 else None

@@ -605,7 +605,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                if w.float8 and w.float8_recipe in TE_RECIPES and not w.fp8_params else "none")
     if te_life != "none":
         moe = [spec.moe is not None and bool(spec.moe_layers[i]) for i in layers]
-        per_moe = {k: te_weight_copy_bytes(float8_weight_elements(spec, w.tp, k), w.gpu_capability)
+        per_moe = {k: te_weight_copy_bytes(float8_weight_elements(spec, w.tp, k), w.gpu_capability,
+                                           recipe=w.float8_recipe)
                    for k in dict.fromkeys(moe)}
         te_i = list(map(per_moe.__getitem__, moe))
         if te_life == "workspace":
