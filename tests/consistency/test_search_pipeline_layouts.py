@@ -96,12 +96,13 @@ def test_engines_without_pipeline_parallelism_keep_tp_layouts():
 
 
 def test_a_model_the_estimate_refuses_stages_keeps_fit_tp_answer():
-    """gemma-3-27b mixes sliding and full attention layers: the estimate refuses pipeline stages for it (pipeline.py
-    pipeline_refusal), so the search's option is fit's tensor-parallel answer, with no refusal of its own."""
-    with pytest.raises(ValueError, match="one kind of KV cache"):
-        fit("gemma-3-27b-it", "l4", 4, engine="vllm", pipeline_parallel=2)
-    opt = best_option_on("gemma-3-27b-it", "l4", 4, engine="vllm", context=32768, concurrency=16)
-    r = fit("gemma-3-27b-it", "l4", 4, engine="vllm", weights=opt.weights_format, context=32768, concurrency=16) \
+    """gemma-3-27b mixes sliding and full attention layers: SGLang sizes those pools from the whole model's layers, so
+    the estimate refuses its pipeline stages (SGLang 0.5.23 model_runner.py 1571-1579; vLLM splits them since pp3),
+    and the search's option is fit's tensor-parallel answer, with no refusal of its own."""
+    with pytest.raises(ValueError, match="does not split .* over pipeline stages"):
+        fit("gemma-3-27b-it", "l4", 4, engine="sglang", pipeline_parallel=2)
+    opt = best_option_on("gemma-3-27b-it", "l4", 4, engine="sglang", context=32768, concurrency=16)
+    r = fit("gemma-3-27b-it", "l4", 4, engine="sglang", weights=opt.weights_format, context=32768, concurrency=16) \
         if opt.weights_format else None
     assert opt.pipeline_parallel == 1
     if r is not None and opt.tokens_per_second is not None:
