@@ -384,24 +384,24 @@ VLLM_LOG_KNOWN_MISSES = {
         "the same table gives gpt-oss-20b (VL02, same width, experts per token and vocabulary) 7.38 + 0.13 and "
         "llmsizer predicts 7.46 + 0.13 for both; not established which (a smaller 120b profile peak, or a load "
         "figure that includes memory freed before profiling)"),
-    "VL10.kv_pool": (
-        "gpt-oss-120b TP 4 on 4 x A100 80GB, vLLM 0.10.1.1 over Ray on two nodes: 37.79 GiB predicted against 45.32 "
-        "logged; the log implies 0.8 x 79.15 - 17.22 - 45.32 = 0.78 GiB per rank for activation + non-torch "
-        "(predicted 7.46 + NCCL); the A100's CUDA total (79.15) is assumed; not established"),
     "VL10.concurrency": (
-        "the same row's 'Maximum concurrency' 284.25x against 178.09x predicted (213x at the logged pool): vLLM "
+        "gpt-oss-120b TP 4 on 4 x A100 80GB, vLLM 0.10.1.1 over Ray on two nodes: 'Maximum concurrency' 284.25x "
+        "against 200.60x predicted (213.6x at the logged pool; the pool itself, priced with 0.10.1.1's FlashInfer "
+        "sampler, is -6 %, inside its tolerance): vLLM "
         "divides the pool's blocks by the blocks one max_model_len request needs in its largest KV group "
         "(v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config, its 2025 form; the 0.10.1.1 line not "
         "pinned), gpt-oss's sliding-window and full-attention layers in separate groups, not the per-sequence bytes "
         "of all layers llmsizer divides by; not established"),
     "VL16.concurrency": (
         "Phi-4 GPTQ-4bit at gpu_memory_utilization 0.15 under vLLM 0.6.x (V0): 4.89x predicted against 5.59x (pool "
-        "1.91 against 2.18 GiB, inside its own tolerance): the estimate prices the current release, which takes the "
-        "captured CUDA graphs (0.40 GiB here) out of the pool, while 0.6.x's V0 worker (vllm/worker/worker.py "
+        "1.91 against 2.18 GiB, inside its own tolerance), priced at its release: the vLLM profile takes the "
+        "captured CUDA graphs (0.40 GiB here) out of the pool at every release, while 0.6.x's V0 worker (vllm/worker/worker.py "
         "determine_num_available_blocks, line not pinned) captured them after sizing the pool, outside its budget "
         "(the log: 'Graph capturing finished in 13 secs, took 0.27 GiB'); net of the non-torch term (0.13 predicted, "
-        "0.26 logged) the pool is 0.27 GiB short, 12 % of a pool carved from an 11.89 GiB budget; the rows carry no "
-        "engine_version to select the older rule"),
+        "0.26 logged) the pool is 0.27 GiB short, 12 % of a pool carved from an 11.89 GiB budget; the row states "
+        "its release (engine_version 0.6), but the vLLM profile deducts the graphs at every release (no older rule "
+        "to select: CUDA graph memory profiling is vLLM's default only since 0.21.0, vllm-project/vllm PR #30515 "
+        "opt-in, the 0.27.1 log line 'enabled (default since v0.21.0)' in gpustack/runner#251)"),
     "VL17.concurrency": (
         "Qwen3-8B FP8-dynamic on an RTX 5070 Ti under WSL2, vLLM 0.23.0: 2.86x predicted against 3.47x (pool 3.21 "
         "against 3.9 GiB); the GPU's CUDA total is assumed (15.49 GiB), and the two NVFP4 rows of the same page "
@@ -414,11 +414,20 @@ def vllm_rows(data: str | Path | None = None) -> list[dict[str, str]]:
     return [dict(r) for r in _read_csv(str(data_dir(data) / "vllm_startup_logs.csv"))]
 
 
+# what a row without ``engine_version`` says of its release: its source states none ('V1 serve (2025)', the llm-d
+# table), so it is priced with the rules of engines.CURRENT_VERSION, the release assumed when none is given
+VLLM_LOG_RELEASE_NOT_STATED = "release not stated by the source: priced with the current release's rules"
+
+
 def vllm_kwargs(row: dict[str, str]) -> dict[str, Any]:
-    """``estimate_inference`` fields for one log row (engine vllm, the row's GPU memory and settings)."""
+    """``estimate_inference`` fields for one log row (engine vllm, the row's GPU memory and settings, and the release
+    the row states in its ``engine_version`` column: the rules of that release, engines.py ``release_patch`` /
+    ``release``; none stated, the current release's)."""
     total = float(row["gpu_total_gib"]) * GiB
     kwargs: dict[str, Any] = dict(engine="vllm", memory=int(total), context=int(row["max_model_len"]),
                                   gpu_memory_utilization=float(row["gpu_memory_utilization"]))
+    if row["engine_version"]:
+        kwargs["engine_version"] = row["engine_version"]
     if row["max_num_seqs"]:
         kwargs["max_num_seqs"] = int(row["max_num_seqs"])
     if row["weights"]:
@@ -466,20 +475,24 @@ def vllm_cases(data: str | Path | None = None) -> list[Case]:
         # from that total, stay out of the summary and the bands, as other CSVs' assumed rows; the weights do not
         # depend on it
         assumed = ASSUMED in row["role"]
-        base = f"{row['model']} on {row['gpu']}"
+        version = row["engine_version"]
+        base = f"{row['model']} on {row['gpu']}" + (f", vLLM {version}" if version
+                                                     else f" ({VLLM_LOG_RELEASE_NOT_STATED})")
         w = float(row["weights_gib"])
         out.append(Case(f"{row['id']}.weights", INFERENCE_MEMORY, f"vLLM weights, {base}", p.weights_gib, w, "GiB",
-                        abs(p.weights_gib - w) / w <= 0.06, "error within \u00b16%", source=row["source"]))
+                        abs(p.weights_gib - w) / w <= 0.06, "error within \u00b16%", source=row["source"],
+                        engine_version=version))
         if row["activation_gib"]:
             a = float(row["activation_gib"])
             out.append(Case(f"{row['id']}.activation", INFERENCE_MEMORY, f"vLLM profile-run activation, {base}",
                             p.activation_gib, a, "GiB", abs(p.activation_gib - a) <= 0.15 * a + 0.25,
                             "within 15% + 0.25 GiB", excluded=CALIBRATION if calib else "", source=row["source"],
+                            engine_version=version,
                             note="fed engines.VLLM_SAMPLER_BYTES_PER_LOGIT" if calib else "held-out"))
         kv = float(row["kv_gib"])
         out.append(Case(f"{row['id']}.kv_pool", INFERENCE_MEMORY, f"vLLM KV pool, {base}", p.kv_gib, kv, "GiB",
                         abs(p.kv_gib - kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * kv,
-                        "within 2% of the GPU + 10%", source=row["source"],
+                        "within 2% of the GPU + 10%", source=row["source"], engine_version=version,
                         excluded=ASSUMED if assumed else "", note=_vllm_miss_note(f"{row['id']}.kv_pool"),
                         no_band=VLLM_NO_POOL_NO_BAND if p.kv_gib <= 0 else ""))
         if row["max_concurrency"] and p.kv_gib > 0:
@@ -487,6 +500,7 @@ def vllm_cases(data: str | Path | None = None) -> list[Case]:
             out.append(Case(f"{row['id']}.concurrency", INFERENCE_MEMORY, f"vLLM max concurrency, {base}",
                             p.max_concurrency, c, "x", abs(p.max_concurrency - c) <= 0.1 * c + 0.05,
                             "within 10% + 0.05", excluded=ASSUMED if assumed else "", source=row["source"],
+                            engine_version=version,
                             note=_vllm_miss_note(f"{row['id']}.concurrency")))
     return out
 

@@ -13,6 +13,7 @@ from llmsizer.estimate.engines import parse_version
 @pytest.mark.parametrize(("tag", "expected"), [
     ("0.19", (0, 19)), ("0.19.1", (0, 19)), ("v0.8.5.post1", (0, 8)),  # vllm tags v0.8.5.post1, v0.19.1
     ("0.4.6.post1", (0, 4)), ("0.7.0rc1", (0, 7)), ("0.6.4.dev0", (0, 6)), (" 0.13 ", (0, 13)), ("1.0", (1, 0)),
+    ("0.10.1.1", (0, 10)), ("v0.10.1.1", (0, 10)),  # vLLM's hotfix tag v0.10.1.1 (the release VL10's log states)
 ])
 def test_release_tags_are_read(tag: str, expected: tuple[int, int]) -> None:
     assert parse_version(tag) == expected
@@ -34,3 +35,11 @@ def test_a_version_without_its_engine_is_refused() -> None:
 
     with pytest.raises(InputError, match="needs its engine"):
         estimate_speed(find("qwen3-0.6b").spec(), builtin_catalog().devices["h100-sxm"], engine_version="0.13")
+
+
+@pytest.mark.parametrize(("tag", "patch"), [("0.10.1.1", 1), ("0.11.1", 1), ("0.11", 0), ("0.8.5.post1", 5)])
+def test_a_hotfix_tag_takes_its_patch_release(tag: str, patch: int) -> None:
+    """vllm v0.10.1.1 is a hotfix of 0.10.1: the rules that change inside a minor release read its patch, 1."""
+    from llmsizer.estimate.engines import release_patch
+
+    assert release_patch("vllm", tag) == (0, int(tag.split(".")[1]), patch)

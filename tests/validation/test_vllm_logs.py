@@ -11,9 +11,18 @@ The estimate call for a row (``vllm_kwargs``/``vllm_prediction``) lives in ``llm
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from llmsizer.validation_cases import VLLM_LOG_KNOWN_MISSES, vllm_cases, vllm_prediction, vllm_rows
+from llmsizer.validation_cases import (
+    VLLM_LOG_KNOWN_MISSES,
+    VLLM_LOG_RELEASE_NOT_STATED,
+    vllm_cases,
+    vllm_kwargs,
+    vllm_prediction,
+    vllm_rows,
+)
 
 ROWS = vllm_rows()
 
@@ -68,3 +77,35 @@ def test_new_rows_carry_quote_and_date() -> None:
         for figure in ("weights_gib", "kv_gib", "max_concurrency"):
             if row[figure]:
                 assert row[figure].rstrip("0").rstrip(".") in row["quote"], (row["id"], figure)
+
+
+def test_each_row_is_priced_at_the_release_it_states() -> None:
+    """vlver: a row's ``engine_version`` is the release its ``vllm`` text states (read from that text, never guessed:
+    '0.10.1.1 (V1, ...)' -> 0.10.1.1; 'V0 (0.6.x)' -> 0.6, every 0.6 patch taking the same rules here), blank only
+    where the text states none ('V1 serve (2025)', the llm-d table), and the estimate is asked for that release."""
+    for row in ROWS:
+        text, version = row["vllm"], row["engine_version"]
+        stated = re.search(r"\d+\.\d+(?:\.\d+)*", text)
+        if stated is None:
+            assert version == "", row["id"]
+            assert "engine_version" not in vllm_kwargs(row)
+            assert all(VLLM_LOG_RELEASE_NOT_STATED in c.what for c in vllm_cases() if c.id.startswith(row["id"] + "."))
+            continue
+        assert version == stated.group(0), (row["id"], text)
+        assert vllm_kwargs(row)["engine_version"] == version
+    assert {r["engine_version"] for r in ROWS} >= {"", "0.6", "0.6.6", "0.10.1.1", "0.23.0", "0.28.0"}
+
+
+def test_the_stated_release_reaches_the_estimate() -> None:
+    """The release is the estimate's, not a label: VL10 (vLLM 0.10.1.1, inside [0.10.0, 0.11.1) where FlashInfer's
+    sampler is vLLM's default, engines.VLLM_FLASHINFER_SAMPLER_RELEASES) is sized on that sampler path, and the
+    same row without its release on the native sort's."""
+    from llmsizer.estimate.inference import estimate_inference
+
+    row = next(r for r in ROWS if r["id"] == "VL10")
+    at_release = estimate_inference(row["catalog_name"], **vllm_kwargs(row))
+    current = estimate_inference(row["catalog_name"], **{k: v for k, v in vllm_kwargs(row).items()
+                                                         if k != "engine_version"})
+    assert "FlashInfer" in at_release.item("activations").formula
+    assert "native sort" in current.item("activations").formula
+    assert {a.name: a.value for a in at_release.assumptions}["engine_version"] == "0.10.1.1"

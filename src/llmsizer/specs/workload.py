@@ -205,14 +205,16 @@ MAMBA_RADIX_CACHE_STRATEGIES = ("no_buffer", "extra_buffer", "extra_buffer_lazy"
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
-# a release as the engines tag them (PEP 440's public version, the subset the engines use): major.minor[.patch] and
-# an optional pre/post/dev suffix (0.8.5.post1, 0.7.0rc1, 0.6.4.dev0); ASCII digits only, at most 32 characters
-_ENGINE_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?:[.-]?(?:post|rc|dev|a|b)\d{0,6})?", re.ASCII)
+# a release as the engines tag them (PEP 440's public version, the subset the engines use): major.minor[.patch[.hotfix]]
+# and an optional pre/post/dev suffix (0.8.5.post1, 0.7.0rc1, 0.6.4.dev0; vLLM's hotfix tag v0.10.1.1, whose rules
+# are its patch release's); ASCII digits only, at most 32 characters
+_ENGINE_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6})(?:\.\d{1,6})?)?(?:[.-]?(?:post|rc|dev|a|b)\d{0,6})?",
+                             re.ASCII)
 
 
 def parse_engine_version(version: str) -> tuple[int, int]:
-    """(major, minor) of an engine release as written: '0.19', '0.19.1', 'v0.8.5.post1'; InputError naming the
-    field for anything else (a number, 'latest', '0.5e3'). The syntax only: which rule a release follows is
+    """(major, minor) of an engine release as written: '0.19', '0.19.1', 'v0.8.5.post1', '0.10.1.1'; InputError
+    naming the field for anything else (a number, 'latest', '0.5e3'). The syntax only: which rule a release follows is
     estimate/engines.py ``step_host``'s (the one home of the rule)."""
     if not isinstance(version, str):
         raise InputError(f"engine_version must be a release such as '0.19' or '0.19.1' (text), got {version!r}")
@@ -224,8 +226,8 @@ def parse_engine_version(version: str) -> tuple[int, int]:
 
 
 def engine_version_patch(version: str) -> int:
-    """The patch number of an engine release as written ('0.11.1' -> 1; '0.11' and '0.11.0' -> 0), for the rules
-    that changed inside a minor release (estimate/engines.py ``release_patch``); the syntax is checked as above."""
+    """The patch number of an engine release as written ('0.11.1' and '0.10.1.1' -> 1; '0.11' and '0.11.0' -> 0), for
+    the rules that changed inside a minor release (estimate/engines.py ``release_patch``); the syntax is checked as above."""
     parse_engine_version(version)
     m = _ENGINE_VERSION.fullmatch(version.strip().lower())
     return int(m.group(3) or 0) if m is not None else 0
