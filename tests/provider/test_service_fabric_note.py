@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cli_capture import run_json
 
 NOW = ("--now", "2030-01-01")
