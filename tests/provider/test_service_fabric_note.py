@@ -94,3 +94,17 @@ def test_a_fabric_with_no_bandwidth_leaves_the_plan_s_bound_and_says_so(tmp_path
     c = _check(tmp_path, 8, 1, None)
     (note,) = c["notes"]
     assert c["need"]["timed_on_fabric"] == "" and "states no bandwidth" in note and "upper bound" in note
+
+
+def test_a_stated_network_is_what_the_fabric_must_give(tmp_path: Path) -> None:
+    """A service whose copy spans machines and whose request states resources.network was timed over it: a fabric
+    slower than it is refused [fabric], as a training run's is; the stated network, met, is not timed again."""
+    for network, fits in (("100 Gb/s", False), ("1 Gb/s", True)):
+        _check(tmp_path, 8, 1)  # writes the inventory (1 Gb/s fabric) and a request, rewritten below
+        text = (tmp_path / "r.yaml").read_text().replace("nodes: 2}", f"nodes: 2, network: {network}}}")
+        (tmp_path / "r.yaml").write_text(text)
+        _, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
+                        "--no-db", *NOW)
+        c = d[0]
+        assert c["fits"] is fits, c
+        assert c["need"]["timed_on_fabric"] == "" and (fits or c["binding"] == "fabric")
