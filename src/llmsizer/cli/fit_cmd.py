@@ -144,8 +144,17 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     per_node, args.gpus_per_node = args.gpus_per_node, None
     if per_node is not None:
         fields["gpus_per_node"] = per_node
+    # --network serving: the network of each machine to the others, which times a replica's traffic that crosses
+    # machines (estimate/fit.py fit_memory's ``network``: a TP group's all-reduces, a pipeline's sends), as a
+    # plan's resources.network tells it
+    network, args.network = args.network, None
+    if network is not None:
+        fields["network"] = network
     refuse_training_flags(args)
     if args.auto or args.free:
+        if network is not None:
+            raise InputError("--network applies to a tensor-parallel or pipeline layout (vLLM, SGLang), not to "
+                             "llama.cpp's --auto")
         if pinned_tp is not None:
             raise InputError("--tp applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's --auto")
         if args.engine_version is not None:

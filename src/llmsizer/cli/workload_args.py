@@ -519,7 +519,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "searched up to one of them (an instance is its own machine); at most "
                    f"{MACHINE_GPUS.high:g}, a GB200/GB300 NVL72 rack (default: the instance's count, "
                    f"else {TW.gpus_per_node})")
-    g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "
+    g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration; "
+                   "serving (fit): when a copy's tensor-parallel group or pipeline stages span machines of "
+                   "--gpus-per-node, for its speed: "
                    "a catalog interconnect (ib-ndr: one 400 Gb/s port per device; efa-p5: per machine) or a bandwidth "
                    "per machine ('1600 Gb/s', '8x400Gb/s') (default: the instance's network, else none: a warning)")
     g.add_argument("--grad-sync", choices=GRAD_SYNC, help="DDP with --grad-accumulation, for the duration: all-reduce "

@@ -29,7 +29,7 @@ from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init, replace_fields
 from ..models import spec_of
 from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS, REQUEST_RATE, check_number
-from ..request.quantities import parse_money
+from ..request.quantities import parse_money, parse_network
 from ..result import Assumption, Estimate, Notes, json_data, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.training import (
@@ -47,7 +47,7 @@ from ..specs.workload import (
     prompt_and_output,
     read_number,
 )
-from ..units import format_bytes
+from ..units import format_bits, format_bytes
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
@@ -635,34 +635,57 @@ def devices_text(count: int, device: str, instances: int = 1, instance: str | No
     return text + (f" ({instances} {'copies' if copies else 'machines'})" if instances > 1 else "")
 
 
-def machine_network(instance: Instance | None, tp: int, per_node: int) -> MachineNetwork | None:
+def node_network(instance: Instance | None, network: str | float | None, per_node: int,
+                 hardware_files: Sequence[str | Path] = ()) -> tuple[float, str] | None:
+    """The network of each machine to the others [B/s] and its words, for the serving traffic that crosses
+    machines: ``network`` as ``fit --network`` and a request's resources.network read it (request/quantities.py
+    ``parse_network``, the one reader: a catalog port times the ``per_node`` devices of a machine, or a bandwidth per
+    machine), else the instance's catalog network, else None (no network known)."""
+    if network is not None:
+        bw, what = parse_network(network, per_node, hardware_files)
+        # (a bandwidth per machine is said once, by the rate that follows the words; a catalog network by its name)
+        return bw, "the given network" + ("" if what.endswith("per machine (given)") else f", {what}")
+    if instance is not None and instance.network is not None:
+        return float(instance.network.base), f"{instance.id}'s network (catalog)"
+    return None
+
+
+def machine_rate(bytes_per_second: float, digits: int = 0) -> str:
+    """A network's rate as fit's serving text says it: GB/s from 1 GB/s up (a catalog instance's), else in bits
+    (units.py ``format_bits``: a slow fabric's 1 Gb/s is not '0 GB/s')."""
+    if bytes_per_second >= 1e9:
+        return f"{bytes_per_second / 1e9:.{digits}f} GB/s"
+    return format_bits(bytes_per_second)
+
+
+def machine_network(net: tuple[float, str] | None, tp: int, per_node: int) -> MachineNetwork | None:
     """The network a tensor-parallel group of ``tp`` devices crosses on machines of ``per_node``: the machines it
-    spans (:func:`machines_spanned`) and the instance's catalog network per machine; None within one machine or
-    without a known network (then its all-reduces are timed on the link inside a machine, and fit warns)."""
-    if tp <= per_node or instance is None or instance.network is None:
+    spans (:func:`machines_spanned`) and the network of each machine (:func:`node_network`); None within one machine
+    or without a known network (then its all-reduces are timed on the link inside a machine, and fit warns)."""
+    if tp <= per_node or net is None:
         return None
-    return MachineNetwork(machines_spanned(tp, per_node), float(instance.network.base),
-                          f"{instance.id}'s network (catalog)")
+    return MachineNetwork(machines_spanned(tp, per_node), net[0], net[1])
 
 
-def pipeline_hop_bandwidth(device: Device, instance: Instance | None, per_node: int, tp: int, pp: int,
+def pipeline_hop_bandwidth(device: Device, net: tuple[float, str] | None, per_node: int, tp: int, pp: int,
                            link: float | None) -> tuple[float | None, str, float]:
     """One device's bandwidth for a serving pipeline's sends between stages, its words, and each send's latency [s]:
     within one machine the link between its devices (latency not counted); across machines the device's share of
-    its machine's network (formulas/network.py eq. (8), as training's point-to-point: estimate/model_parallel.py)
-    and one network step of NCCL's tuning model (eq. (14)), without one known the link inside a machine (a lower
-    bound of the time, said)."""
+    its machine's network (:func:`node_network`; formulas/network.py eq. (8), as training's point-to-point:
+    estimate/model_parallel.py) and one network step of NCCL's tuning model (eq. (14)), without one known the link
+    inside a machine (a lower bound of the time, said)."""
     inside = f"the link inside a machine ({link / 1e9:.0f} GB/s)" if link else "no link known (not counted)"
     if tp * pp <= per_node:
         return link, inside, 0.0
-    if instance is not None and instance.network is not None:
-        share = device_share_of_node_bandwidth(float(instance.network.base), per_node)
+    if net is not None:
+        share = device_share_of_node_bandwidth(net[0], per_node)
         hop = cross_machine_send_latency()
-        return share, (f"one device's share of {instance.id}'s network, {instance.network.base / 1e9:.0f} GB/s / "
-                       f"{per_node} ({share / 1e9:.1f} GB/s, formulas/network.py eq. 8), {hop * 1e6:.1f} us a send "
-                       f"across machines (eq. 14: one network step of NCCL's tuning model, {NCCL_TUNING_SOURCE})"), hop
+        return share, (f"one device's share of {net[1]}, {machine_rate(net[0])} / {per_node} "
+                       f"({machine_rate(share, 1)}, formulas/network.py eq. 8), "
+                       f"{hop * 1e6:.1f} us a send across machines (eq. 14: one network step of NCCL's tuning model, "
+                       f"{NCCL_TUNING_SOURCE})"), hop
     return link, (inside + ": the stages span machines and no network between them is known (give an instance "
-                  "with one), a lower bound of the sends' time"), 0.0
+                  "with one, or a network: --network, resources.network), a lower bound of the sends' time"), 0.0
 
 
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
@@ -1672,7 +1695,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                kwh_price: float | None = None, tensor_parallel: int | None = None,
                host_memory: int | str | None = None, request_rate: float | None = None,
                rate_layouts: dict[int, float] | None = None, gpus_per_node: int | None = None,
-               **workload: Any) -> MemoryFit:
+               network: str | float | None = None, **workload: Any) -> MemoryFit:
     """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
     is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
     tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
@@ -1680,7 +1703,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
     a tie to the smaller degree, ``fastest_first``, while it fits at its high end too, ``fits_high``), else the
     smallest across machines that fits. ``gpus_per_node``: the devices of one machine (``serving_machine_size``;
-    None: an instance's own count, else ``SERVING_GPUS_PER_NODE``)."""
+    None: an instance's own count, else ``SERVING_GPUS_PER_NODE``). ``network``: the network of each machine to the
+    others, as ``fit --network`` reads it (:func:`node_network`; None: the instance's, else none known), which times
+    a replica's traffic that crosses machines: a tensor-parallel group's all-reduces (formulas/network.py eqs. (11),
+    (13')) and a pipeline's sends between stages (eqs. (8), (14))."""
     spec = spec_of(model)
     # text quantities ('8k', '24GiB') read as the CLI reads them, by the workload's one reader (specs/workload.py)
     ranges = dict(INFERENCE_NUMBERS)
@@ -1701,6 +1727,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                        engine_version, kwh_price, tensor_parallel, host_memory, gpus_per_node, workload)
     (kwh_price, device, n, target, instance, hr, eng, host_device, host_memory, per_node, layout, split, pinned,
      usable, est_notes, on_cpu, dev) = setup[:17]
+    node_net = node_network(instance, network, per_node, hardware_files)  # read (and refused) once, not per layout
     # this fit's own: the stages below add to them (the setup's are shared by every fit of the same deployment)
     warnings, assumptions, workload, tp_options = list(setup.warnings), list(setup.assumptions), dict(setup.workload), \
         list(setup.tp_options)
@@ -1767,7 +1794,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             links.append(link_bandwidth_for(device, instance, hardware_files))
         link = links[0] if t > 1 else None
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
-        net = machine_network(instance, t, per_node)
+        net = machine_network(node_net, t, per_node)
         per = per_replica(concurrency, layout.replicas(n, t))
         per = per if running is None else max(1, min(per, running))
         per = per if exact is None else exact
@@ -1775,7 +1802,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             micro = serving_pipeline_micro_batch(per, layout.pipeline)
             sp = _speed_cached(spec, device, t, wf, pr, out, micro, kvd, "latent", link, states, ub, kvu, same, eng,
                                engine_version, mesh, model, group, other, enc, attention, net)
-            bw, why, hop_latency = pipeline_hop_bandwidth(device, instance, per_node, t, layout.pipeline,
+            bw, why, hop_latency = pipeline_hop_bandwidth(device, node_net, per_node, t, layout.pipeline,
                                                           links[0] if links else None)
             return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why, hop_latency)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
@@ -1942,17 +1969,20 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         "fits_at_high_end": fits_high(tried[t], on_cpu),
                         **pool_reserved(tried[t])})
     if tp > per_node:
-        spans = machine_network(instance, tp, per_node)
+        spans = machine_network(node_net, tp, per_node)
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer, "
-                        + (f"timed over {spans.what}, {spans.bandwidth / 1e9:.0f} GB/s per machine, with NCCL's "
+                        + (f"timed over {spans.what}, {machine_rate(spans.bandwidth)} per machine, with NCCL's "
                            "latency across machines (formulas/network.py eqs. (11), (13'))" if spans is not None else
                            "timed over the link inside a machine (no network between the machines known: a lower "
-                           "bound of their time)")
+                           "bound of their time; give a network: --network, resources.network)")
                         + " (vLLM's docs advise tensor parallelism inside a "
                         "machine and pipeline parallelism between machines: "
                         + (f"--tp {per_node} --pp {tp // per_node})" if tp % per_node == 0 and eng in ("vllm", "sglang")
                            else "--tp and --pp)"))
+    elif node_net is not None and network is not None and tp * layout.pipeline <= per_node:
+        warnings.append(f"{node_net[1]} times nothing here: each copy ({tp * layout.pipeline} devices) stays inside "
+                        f"one machine of {per_node}, so no serving traffic crosses machines")
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)

@@ -94,7 +94,8 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
                    concurrency=None if rate else concurrency, request_rate=rate[1] if rate else None,
                    output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
                    dtype=job.precision, tensor_parallel=pinned, speed=speed or rate is not None, fits_at=fits_at,
-                   hardware_files=hardware_files, gpus_per_node=per_node, **job.media.fields(),
+                   hardware_files=hardware_files, gpus_per_node=per_node, network=job.resources.network,
+                   **job.media.fields(),
                    **pipeline_of(job, layout), **engine_settings(job, engine))
     except FieldError as e:
         if rate is None or e.field != "request_rate":
@@ -772,6 +773,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes,
                    {"typical": _in_service(f_typ, conc_typ), "peak": _in_service(f_peak, conc_peak)},
                    need_est)
+    if hw is not None and hw.nodes > 1 and hw.copy_nodes > 1 and hw.node_bandwidth is not None:
+        # a copy spans machines: its TP all-reduces or pipeline sends cross them, timed over this network (fit's
+        # ``network``, estimate/fit.py node_network); the network a placement's fabric must give (provider/needs.py)
+        net.add("node_bandwidth", "network of each machine", hw.node_bandwidth, "B/s",
+                "resources.network or the instance's network: one copy of the model spans machines")
     # ---- storage ----
     st = _storage(job, spec, fmt_used, adapters, net, notes)
     # ---- cost ----

@@ -215,6 +215,8 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         # the plan's machine size (12 bare GPUs: 8 + 4 planned, 6 + 6 booked, where a TP-4 copy straddles two)
         copy_nodes=hw.copy_nodes_on(-(-max(1, hw.count) // max(1, hw.nodes))),
         tp_nodes=_tp_nodes(hw), nodes_named=job.resources.nodes is not None, link_bandwidth=hw.link_bandwidth,
+        ttft=_seconds_or_none(f.get("ttft_peak")) if jp.kind != "training" else None,
+        tokens_per_second_per_user=_seconds_or_none(f.get("tps_user_peak")) if jp.kind != "training" else None,
         replan=_replanner(job, request, now, hardware_files, plan_ctx))
 
 
@@ -225,6 +227,11 @@ def _tp_nodes(hw: Any) -> int:
     from ..estimate.fit import worst_copy_machines
     tp = max(1, hw.tensor_parallel)
     return worst_copy_machines(tp, -(-max(1, hw.count) // max(1, hw.nodes)), max(1, hw.count // tp))
+
+
+def _seconds_or_none(v: Any) -> float | None:
+    """A plan fact as a float (a time, a rate), None where the plan has none."""
+    return float(v) if v is not None else None
 
 
 def _usd(v: Any) -> float | None:

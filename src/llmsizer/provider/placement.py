@@ -237,6 +237,11 @@ class JobNeed:
     # the link between the devices of one machine [B/s, per direction] (plan/result.py Hardware.link_bandwidth): what
     # the plan timed a spanning copy's traffic over when it knows no network between machines; None: not known
     link_bandwidth: float | None = None
+    # a service's speed at its peak load as its plan times it (plan facts ttft_peak, tps_user_peak: estimate/fit.py's
+    # speed, over the network its request or instance gives, or over the fabric it is placed on: on_fabric): the
+    # time to first token [s] and the output tokens/s each user gets; None: not timed (a training run, no speed)
+    ttft: float | None = None
+    tokens_per_second_per_user: float | None = None
 
     @property
     def per_node(self) -> int:
@@ -699,25 +704,36 @@ def _node_busy_until(need: JobNeed, n: Node, held: Held, cap: dict[str, float], 
 
 
 def fabric_timed(need: JobNeed) -> bool:
-    """Whether ``need`` is timed on the fabric it is placed on (:func:`on_fabric`): a training run over several
-    machines whose plan states no network between them (``need.network`` None: the request gives no
-    ``resources.network`` and its device no instance network), so that the plan times its data-parallel traffic
-    over one machine's link, a lower bound (plan/training.py), and which can be planned again (``replan``)."""
-    return need.kind == "training" and need.nodes > 1 and need.network is None and need.replan is not None
+    """Whether ``need`` is timed on the fabric it is placed on (:func:`on_fabric`): a job over several machines
+    whose plan states no network between them (``need.network`` None: the request gives no ``resources.network``
+    and its device no instance network), which can be planned again (``replan``): a training run, whose plan times
+    its data-parallel traffic over one machine's link, a lower bound (plan/training.py); a service whose one copy
+    spans machines (``copy_nodes`` > 1), whose plan times the tensor-parallel all-reduces or pipeline sends that
+    cross them over that link (estimate/fit.py ``node_network``: none known)."""
+    spans = need.kind == "training" or need.copy_nodes > 1
+    return spans and need.nodes > 1 and need.network is None and need.replan is not None
 
 
 def on_fabric(need: JobNeed, inv: Inventory, site_id: str, fabric_id: str | None) -> JobNeed:
     """``need`` on the fabric ``fabric_id`` of site ``site_id`` where :func:`fabric_timed`: the job planned again
     with the fabric's bandwidth per node as its network between machines (``need.replan``: the need the request
-    gets with that ``resources.network``; its duration from the one rule, estimate/duration.py, and the checkpoints
-    and cost that follow from it). ``need`` itself otherwise, or where the fabric states no bandwidth or the plan
-    cannot time the run there (the check then notes that the window is the plan's lower bound)."""
+    gets with that ``resources.network``, as ``fit --network`` reads it; a run's duration from the one rule,
+    estimate/duration.py, and the checkpoints and cost that follow from it; a service's speed from fit's, its
+    crossing traffic over that network: estimate/fit.py ``node_network``). ``need`` itself otherwise, or where the
+    fabric states no bandwidth or the plan cannot time the job there (the check then notes that the window, or the
+    service's speed, is the plan's bound)."""
     if not fabric_timed(need) or fabric_id is None or need.replan is None:
         return need
     bw = next((f.bandwidth for f in inv.site(site_id).fabrics if f.id == fabric_id), None)
     if not bw:
         return need
     timed = need.replan(need.device, need.devices, need.nodes, bw)
+    if need.kind != "training":
+        if timed.tokens_per_second_per_user is None:
+            return need
+        # a service is held for the request's own time, whatever its speed (its start, end and layout kept)
+        return replace(timed, start=need.start, seconds=need.seconds, deadline=need.deadline, ongoing=need.ongoing,
+                       hardware_named=need.hardware_named, nodes_named=need.nodes_named, timed_on_fabric=fabric_id)
     if not timed.seconds or timed.duration_verdict or timed.duration_basis:
         return need
     return replace(timed, start=need.start, deadline=need.deadline, hardware_named=need.hardware_named,
@@ -738,7 +754,9 @@ def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | N
     bound and how to give one. '' for any other job."""
     if p is None:
         return ""
-    if not fabric_timed(need):
+    if not fabric_timed(need) or need.kind != "training":
+        if placed.timed_on_fabric:
+            return serving_timed_note(need, placed)
         return serving_fabric_note(need, inv, p)
     if placed.timed_on_fabric:
         there, plan = format_seconds(placed.seconds), format_seconds(need.seconds)
@@ -753,6 +771,30 @@ def timing_note(need: JobNeed, placed: JobNeed, inv: Inventory, p: Placement | N
             f"bandwidth: the window is the plan's {format_seconds(need.seconds)}, a lower bound of the run's time "
             f"(data-parallel traffic timed over one machine's link); give the fabric's bandwidth: in the inventory, "
             f"or resources.network in the request")
+
+
+def _service_speed(n: JobNeed) -> str:
+    """A service's speed at its peak load as its need carries it: tokens/s per user, the time between two of a
+    user's tokens (the decode step as each user sees it) and the time to first token."""
+    tps, ttft = n.tokens_per_second_per_user, n.ttft
+    said = (f"{tps:.3g} tokens/s per user (a token every {format_seconds(1.0 / tps)})" if tps else
+            "no tokens/s known")
+    return said + (f", first token in {format_seconds(ttft)}" if ttft is not None else "")
+
+
+def serving_timed_note(need: JobNeed, placed: JobNeed) -> str:
+    """What the check says of a service whose one copy spans machines, timed on the fabric it is placed on
+    (:func:`on_fabric`): the fabric's bandwidth and the service's speed at peak load there (fit's, its crossing
+    traffic over that network: estimate/fit.py ``node_network``; formulas/network.py eqs. 11 and 13' for a
+    tensor-parallel all-reduce, 8 and 14 for a pipeline send), against the plan's, which timed that traffic over the
+    link inside a machine."""
+    what = crossing(placed.tp_nodes if placed.tp_nodes is not None else need.tp_nodes)
+    return (f"the request states no network between machines (resources.network) and one copy of the model spans "
+            f"{placed.copy_nodes} machines ({what}), so the service is timed on fabric {placed.timed_on_fabric}'s "
+            f"{format_bits(placed.network or 0, 'Gb/s')} per node, where it is placed (estimate/fit.py; "
+            f"formulas/network.py eqs. 11, 13' for all-reduces, 8, 14 for sends): at peak load "
+            f"{_service_speed(placed)}; the plan, which times that traffic over the link inside a machine: "
+            f"{_service_speed(need)}")
 
 
 def serving_fabric_note(need: JobNeed, inv: Inventory, p: Placement) -> str:
@@ -788,10 +830,10 @@ def serving_fabric_note(need: JobNeed, inv: Inventory, p: Placement) -> str:
     plan_link = f"the link inside a machine ({format_bits(link)})" if link else "the link inside a machine"
     return (f"one copy of the model spans {need.copy_nodes} machines ({what}), placed on fabric {fid}'s "
             f"{format_bits(bw, 'Gb/s')} per node: that traffic gets {format_bits(got)} there ({rule}, "
-            f"formulas/network.py), while the plan timed it over {plan_link}; the service is not timed again on the "
-            "fabric (serving is timed across machines only over an instance's catalog network), so its tokens/s "
-            "and time to first token are those of a faster network: name an instance whose network the estimate "
-            "knows, or a layout whose copies each fit one machine")
+            f"formulas/network.py), while the plan timed it over {plan_link}; the service could not be timed again "
+            "on the fabric (its plan cannot be asked again there), so its tokens/s and time to first token are "
+            "those of a faster network: give resources.network in the request, or a layout whose copies each fit "
+            "one machine")
 
 
 def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, start: _dt.datetime, *,
@@ -801,9 +843,9 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
     result of :func:`suitable` when the caller has it; ``exact=False`` (a search over many start times) stops
     looking at a fabric as soon as it cannot hold the job, and then gives a shorter reason; ``busy_until`` (node id
     -> a moment before which the node cannot take the job, kept across the tries of one search) skips nodes known
-    to be busy. A run timed on its fabric (:func:`fabric_timed`) is tried on each fabric in turn, the one it ends
-    soonest on first (a fabric stating no bandwidth last), held there for its time on that fabric
-    (:func:`on_fabric`)."""
+    to be busy. A job timed on its fabric (:func:`fabric_timed`) is tried on each fabric in turn, the one a run
+    ends soonest on (a service: the one it serves each user fastest on) first, a fabric stating no bandwidth last,
+    held there for its time on that fabric (:func:`on_fabric`)."""
     big = nodes if nodes is not None else suitable(need, inv)
     if not fabric_timed(need):
         return _try_window(need, inv, bookings, start, big, exact, busy_until)
@@ -814,7 +856,8 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
     timed = [(on_fabric(need, inv, *key), key, group) for key, group in groups.items() if len(group) >= need.nodes]
     first: NoFit | None = None
     # the fabric the run ends soonest on first; one stating no bandwidth (the plan's lower bound) last
-    for on, _key, group in sorted(timed, key=lambda t: (not t[0].timed_on_fabric, t[0].seconds, t[1])):
+    for on, _key, group in sorted(timed, key=lambda t: (not t[0].timed_on_fabric, t[0].seconds,
+                                                         -(t[0].tokens_per_second_per_user or 0.0), t[1])):
         try:
             return _try_window(on, inv, bookings, start, group, exact, busy_until)
         except NoFit as e:
