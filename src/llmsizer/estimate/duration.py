@@ -2823,11 +2823,11 @@ def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices
     API's ``fit_training(tokens=...)`` read. ``limit_warning``: warn past the practical limit
     (``practical_limit_warning``; False for a search that applies the limit itself, recommend)."""
     device, _, _, instance = resolve_target(hardware, hardware_files)
-    if instance is None and fields.get("gpus_per_node") is None and (
-            domain := default_machine_size(device, int(fields.get("gpus") or devices))) is not None:
-        fields = {**fields, "gpus_per_node": domain[0]}  # an NVL72 rack's domain, as fit_training's memory (fit.py)
     dur = training_duration_for(spec, vm_share_device(device, instance), devices, tokens, fields, utilization, instance,
                                 hardware_files)
+    if instance is None and fields.get("gpus_per_node") is None and (
+            domain := default_machine_size(device, int(fields.get("gpus") or devices))) is not None:
+        dur = replace(dur, warnings=(*dur.warnings, domain[1]))  # an NVL72 rack's domain: said, not assumed (fit.py)
     if limit_warning:
         dur = practical_limit_warning(dur)
     price = hourly_price(device, devices, instance, kwh_price)[0]

@@ -143,14 +143,16 @@ def serving_machine_size(instance: Instance | None, gpus_per_node: int | None = 
 
 
 def default_machine_size(device: Device, count: int) -> tuple[int, str] | None:
-    """The devices of one machine ``count`` bare ``device`` GPUs are sized on when no machine size is given (no
-    ``--gpus-per-node``, no instance), where the catalog states a larger NVLink domain than the HGX board's
+    """The machine size ``count`` bare ``device`` GPUs could be placed on when no machine size is given (no
+    ``--gpus-per-node``, no instance) and the catalog states a larger NVLink domain than the HGX board's
     ``SERVING_GPUS_PER_NODE`` (``Device.nvlink_domain``: a GB200 / GB300 NVL72 rack, 72 GPUs on NVSwitch, aiconfigurator
-    gb200.yaml / gb300.yaml ``num_gpus_per_rack: 72``): the collectives among them ride NVLink, not the network
-    (probe31: ``--device gb200`` over 64+ GPUs was sized on machines of 8, a ~2x swing). ``count`` up to the domain:
-    the domain (one rack holds them); past it, the largest size of at most one domain that fills whole racks evenly
-    (specs/training.py ``uneven_machines``: 256 GPUs are 4 racks of 64). None: the default machine of 8 (no larger
-    domain stated, 8 devices or fewer, or no even split of at least 8 a rack). (size, why) for the assumption."""
+    gb200.yaml / gb300.yaml ``num_gpus_per_rack: 72``), and the warning that says so. NOT applied as a default
+    (review39 D1/D2/D4): ``gpus_per_node`` is also the host every per-machine rule reads (FSDP1 hybrid sharding over one
+    host's ``device_count()``, host RAM per machine), a GB200 host is a 4-GPU compute tray, and the catalog's gb200 row
+    covers NVL4 systems too; so the run keeps machines of 8 and the warning names the flag (probe31: ``--device gb200``
+    over 64+ GPUs swings ~2x with it). ``count`` up to the domain: the domain; past it, the largest size of at most one
+    domain that fills whole racks evenly (specs/training.py ``uneven_machines``: 256 GPUs are 4 racks of 64). None: no
+    larger domain stated, 8 devices or fewer, or no even split of at least 8 a rack. (size, warning)."""
     dom = device.nvlink_domain
     if dom is None or not dom.base or count <= SERVING_GPUS_PER_NODE or int(dom.base) <= SERVING_GPUS_PER_NODE:
         return None
@@ -158,11 +160,10 @@ def default_machine_size(device: Device, count: int) -> tuple[int, str] | None:
     size = d if count <= d else max(k for k in range(1, d + 1) if count % k == 0)
     if size < SERVING_GPUS_PER_NODE:
         return None
-    racks = -(-count // size)
-    return size, (f"{device.id}: {d} GPUs in one NVLink domain (catalog nvlink_domain, source {dom.source}); {count} GPUs "
-                  + (f"in one domain of {d}" if count <= d else f"over {racks} domains of {size}, the even split "
-                     "whole machines need")
-                  + " (give --gpus-per-node for another placement)")
+    return size, (f"{device.id}: the catalog states {d} GPUs in one NVLink domain (an NVL72 rack; nvlink_domain, source "
+                  f"{dom.source}); sized on machines of {SERVING_GPUS_PER_NODE} as for any bare GPU (the row covers "
+                  f"other GB200 systems too): on NVL72 racks give --gpus-per-node {size} to time the collectives over "
+                  "the rack's NVLink (per-machine rules, such as FSDP hybrid sharding and host RAM, then read it too)")
 
 
 def machines_spanned(devices: int, per_node: int) -> int:
@@ -2701,8 +2702,8 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
     elif fields.get("gpus_per_node") is not None:  # bare devices in machines of that size: whole machines, as serving
         serving_machine_size(None, fields["gpus_per_node"], int(fields.get("gpus") or n), named)
     elif instance is None and (domain := default_machine_size(device, int(fields.get("gpus") or n))) is not None:
-        # bare GPUs of a larger NVLink domain than the default machine of 8 (an NVL72 rack): its size, said
-        fields["gpus_per_node"] = notes.assume("gpus_per_node", domain[0], None, domain[1])
+        # bare GPUs of a larger NVLink domain than the default machine of 8 (an NVL72 rack): said, not assumed
+        notes.warnings.append(domain[1])
     hardware_decides(device, fields)  # device=, gpu_runtime= are the hardware's (another: one line, not CPU rules)
     for k, v in training_device_fields(device).items():
         fields.setdefault(k, v)
