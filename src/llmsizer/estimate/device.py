@@ -25,7 +25,7 @@ from ..inputs import short
 from ..numbers import DEVICE_MEMORY
 from ..result import Assumption, Notes
 from ..specs import ModelSpec, TrainingWorkload
-from ..specs.workload import implied_engine, read_number, refuse_default_not_reading
+from ..specs.workload import implied_engine, read_number, refuse_default_not_reading, refuse_sglang_tpu
 from ..units import format_bytes
 from . import efficiency as E
 from .formats import (
@@ -167,13 +167,16 @@ def _device_engine_rule(device: Device, count: int, weights: str | None) -> tupl
 
 def engine_runs_on(engine: str, device: Device) -> bool:
     """Whether ``engine`` runs on ``device``: a GPU-serving engine (vLLM, SGLang: CUDA/ROCm servers) not on a CPU
-    or Apple silicon; the one rule of ``check_engine_on_device`` and of ``engine_rule``'s refusal."""
-    return not (engine in ("vllm", "sglang") and device.kind in ("cpu", "apple"))
+    or Apple silicon, and SGLang on no TPU (specs/workload.py ``SGLANG_NO_TPU``); the one rule of
+    ``check_engine_on_device`` and of ``engine_rule``'s refusal."""
+    return not (engine in ("vllm", "sglang") and device.kind in ("cpu", "apple")
+                or engine == "sglang" and gpu_runtime(device) == "xla")
 
 
 def check_engine_on_device(engine: str, device: Device) -> None:
     """Refuse (InputError, exit 2) an engine that does not run on ``device`` (``engine_runs_on``): the one check
     ``fit``, ``infer --device``, the web API and ``estimate_inference`` apply."""
+    refuse_sglang_tpu(engine, gpu_runtime(device))
     if not engine_runs_on(engine, device):
         where = f"device {device.kind}" if device.origin == "generic" else f"{device.id} ({device.kind})"
         raise InputError(f"the {engine} profile models GPU serving, not {where}: use engine llamacpp or transformers")

@@ -370,16 +370,30 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 PIPELINE_ENGINES = ("vllm", "sglang")
 
 
-# SGLang 0.5.23 runs on no TPU (srt/server_args.py line 2406: --device 'cuda', 'xpu', 'hpu', 'npu' or 'cpu'), so its
-# --pp-size has none either; vLLM 0.19.1 hands a TPU to tpu-inference (vllm/platforms/tpu.py lines 9-15), whose
-# 0.19.0 release runs pipeline stages (platforms/tpu_platform.py lines 253-262: MultiprocExecutor on one host, Ray
-# across hosts); ROCm and Gaudi take the engines' own PP path, which neither refuses there
-SGLANG_NO_TPU = "SGLang 0.5.23 server_args.py line 2406: --device cuda, xpu, hpu, npu or cpu, no TPU"
+# SGLang 0.5.23 runs on no TPU (the PyPI wheel: srt/arg_groups/fields/device.py lines 24-27, --device 'cuda', 'xpu',
+# 'hpu', 'npu', 'cpu', 'musa'; srt/platforms/ has cuda, rocm, cpu, xpu, musa, npu, mps and sail platforms and no TPU
+# one -- PlatformEnum.TPU, platforms/device_mixin.py line 54, is left to an out-of-tree plugin found by entry points,
+# platforms/__init__.py lines 111-140 -- and its one TPU method refuses, layers/quantization/unquant.py lines 1462-1463),
+# so it is refused on a TPU with or without pipeline stages; vLLM 0.19.1 hands a TPU to tpu-inference
+# (vllm/platforms/tpu.py lines 9-15), whose 0.19.0 release runs pipeline stages (platforms/tpu_platform.py lines
+# 253-262: MultiprocExecutor on one host, Ray across hosts); ROCm and Gaudi take the engines' own PP path, which
+# neither refuses there
+SGLANG_NO_TPU = ("SGLang 0.5.23 srt/arg_groups/fields/device.py lines 24-27: --device cuda, xpu, hpu, npu, cpu or "
+                 "musa; srt/platforms/ has no TPU platform")
+SGLANG_TPU_REFUSAL = f"engine sglang: SGLang has no TPU backend ({SGLANG_NO_TPU}); vLLM serves TPUs (tpu-inference): use engine vllm"
+
+
+def refuse_sglang_tpu(engine: str | None, gpu_runtime: str | None) -> None:
+    """One line (:data:`SGLANG_TPU_REFUSAL`) where SGLang meets a TPU (``gpu_runtime`` 'xla'): the workload's check
+    and estimate/device.py ``check_engine_on_device`` (a named device) say the same."""
+    if engine == "sglang" and gpu_runtime == "xla":
+        raise FieldError("engine", SGLANG_TPU_REFUSAL)
 
 
 def refuse_pipeline_engine(engine: str | None, device: str | None, gpu_runtime: str | None = None) -> None:
     """One line where pipeline_parallel > 1 meets an engine or device that does not take it (None: not decided):
-    llama.cpp and transformers, a CPU, SGLang on a TPU (:data:`SGLANG_NO_TPU`)."""
+    llama.cpp and transformers, a CPU, SGLang on a TPU (:func:`refuse_sglang_tpu`: SGLang is refused there with or
+    without stages)."""
     if engine is not None and engine not in PIPELINE_ENGINES:
         raise FieldError("pipeline_parallel", also=("engine",), message=(
             f"pipeline_parallel applies to vLLM (--pipeline-parallel-size) and SGLang (--pp-size), not {engine}"
@@ -387,10 +401,7 @@ def refuse_pipeline_engine(engine: str | None, device: str | None, gpu_runtime: 
                if engine == "llamacpp" else "")))
     if device == "cpu":
         raise FieldError("pipeline_parallel", "pipeline_parallel applies to GPUs (vLLM, SGLang), not device cpu")
-    if engine == "sglang" and gpu_runtime == "xla":
-        raise FieldError("pipeline_parallel", also=("engine",), message=(
-            f"pipeline_parallel: SGLang has no TPU backend ({SGLANG_NO_TPU}); vLLM splits stages on TPUs "
-            "(tpu-inference): use engine vllm"))
+    refuse_sglang_tpu(engine, gpu_runtime)
 
 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
@@ -678,6 +689,7 @@ class InferenceWorkload:
             raise FieldError(llamacpp_only[0], also=tuple(llamacpp_only[1:]),
                              message=f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} "
                              "shards a model with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
+        refuse_sglang_tpu(self.engine, self.gpu_runtime)
         if self.pipeline_parallel > 1:
             refuse_pipeline_engine(self.engine, self.device, self.gpu_runtime)
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),

@@ -1,6 +1,7 @@
 """Serving pipeline stages by device runtime (specs/workload.py ``refuse_pipeline_engine``): SGLang 0.5.23 has no
-TPU backend (srt/server_args.py line 2406: --device 'cuda', 'xpu', 'hpu', 'npu', 'cpu'), so its --pp-size on a TPU
-is refused in one line, the CLI's exit 2 and the web's 400 with the same text; vLLM 0.19.1 hands a TPU to
+TPU backend (the PyPI wheel's srt/arg_groups/fields/device.py lines 24-27: --device 'cuda', 'xpu', 'hpu', 'npu',
+'cpu', 'musa'; srt/platforms/ holds no TPU platform), so SGLang on a TPU, with --pp-size or without, is refused in one
+line (specs/workload.py ``refuse_sglang_tpu``), the CLI's exit 2 and the web's 400 with the same text; vLLM 0.19.1 hands a TPU to
 tpu-inference (vllm/platforms/tpu.py lines 9-15), whose 0.19.0 release runs pipeline stages
 (platforms/tpu_platform.py lines 253-262), and neither engine refuses PP on ROCm (vllm/platforms/rocm.py has no
 pipeline check; SGLang's check_server_args, lines 3977-3983, asks only for the overlap scheduler off): accepted,
@@ -24,20 +25,37 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     ("infer", "llama-3.1-70b", "--device", "tpu-v5p", "--engine", "sglang", "--tp", "4", "--pp", "2"),
     ("fit", "llama-3.1-70b", "--device", "tpu-v5p", "--count", "8", "--engine", "sglang", "--tp", "4", "--pp", "2"),
     ("fit", "llama-3.1-70b", "--device", "gcp-ct5lp-hightpu-8t", "--engine", "sglang", "--pp", "2"),
+    # without stages too: SGLang serves no TPU at all
+    ("infer", "llama-3.1-8b", "--device", "tpu-v5e", "--engine", "sglang"),
+    ("fit", "llama-3.1-8b", "--device", "tpu-v5p", "--engine", "sglang"),
+    ("fit", "llama-3.1-70b", "--device", "gcp-ct5lp-hightpu-8t", "--engine", "sglang"),
+    ("fit", "llama-3.1-8b", "--device", "tpu-v5p", "--engine", "sglang", "--request-rate", "2"),
 ])
-def test_sglang_pp_on_a_tpu_is_one_line(argv: tuple[str, ...]) -> None:
+def test_sglang_on_a_tpu_is_one_line(argv: tuple[str, ...]) -> None:
     r = _cli(*argv)
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "SGLang has no TPU backend" in lines[0] and "server_args.py line 2406" in lines[0]
+    assert len(lines) == 1 and "SGLang has no TPU backend" in lines[0] \
+        and "fields/device.py lines 24-27" in lines[0] and "use --engine vllm" in lines[0]
 
 
-def test_web_says_the_same_line(client) -> None:
+@pytest.mark.parametrize("stages", [{"tp": 4, "pp": 2}, {}])
+def test_web_says_the_same_line(client, stages: dict[str, int]) -> None:
     r = client.post("/api/v1/infer", json={"model": "llama-3.1-70b", "device": "tpu-v5p", "engine": "sglang",
-                                           "tp": 4, "pp": 2})
+                                           **stages})
     assert r.status_code == 400
-    cli = _cli("infer", "llama-3.1-70b", "--device", "tpu-v5p", "--engine", "sglang", "--tp", "4", "--pp", "2")
+    flags = [x for k, v in stages.items() for x in (f"--{k}", str(v))]
+    cli = _cli("infer", "llama-3.1-70b", "--device", "tpu-v5p", "--engine", "sglang", *flags)
     assert r.json()["detail"] == cli.stderr.strip().removeprefix("llmsizer: error: ")
+
+
+def test_python_api_refuses_sglang_on_xla() -> None:
+    """The workload's own check (the Python API with no device named, gpu_runtime 'xla') says the same line."""
+    from llmsizer.errors import InputError
+    from llmsizer.specs.workload import SGLANG_TPU_REFUSAL, InferenceWorkload
+    with pytest.raises(InputError, match="SGLang has no TPU backend") as e:
+        InferenceWorkload(engine="sglang", gpu_runtime="xla")
+    assert str(e.value) == SGLANG_TPU_REFUSAL
 
 
 @pytest.mark.parametrize(("device", "engine"), [("tpu-v5p", "vllm"), ("mi300x", "vllm"), ("mi300x", "sglang")])
