@@ -950,6 +950,27 @@ def split_or_tp(engine: str, devices: int, on_cpu: bool) -> dict[str, Any]:
     return {} if engine == "llamacpp" else {"tensor_parallel": devices}
 
 
+def refuse_fully_sharded(rank: int, tp: int, hidden_size: int) -> None:
+    """One line where vLLM's ``--fully-sharded-loras`` cannot split the adapter slots over ``tp`` ranks. vLLM 0.19.1
+    divides with ``vllm/distributed/utils.py`` ``divide`` (lines 53-64: ``assert numerator % denominator == 0``, a
+    failed start): a column-parallel layer's lora_a rows, ``divide(max_lora_rank, tp_size)``
+    (``vllm/lora/layers/base_linear.py`` lines 47-52, ``column_parallel_linear.py`` lines 209-213, the fused experts'
+    ``fused_moe.py`` lines 362-366), and a row-parallel layer's lora_b rows, ``divide(output_size, tp_size)``, the
+    hidden size of o_proj / down_proj (``base_linear.py`` lines 55-61; the experts' w2, ``fused_moe.py`` 407)."""
+    if tp <= 1:
+        return
+    if rank % tp:
+        raise FieldError("fully_sharded", also=("rank",), message=(
+            f"fully_sharded: vLLM --fully-sharded-loras splits each adapter's rank over the {tp} tensor-parallel "
+            f"ranks, and rank {rank} is not a multiple of {tp} (vllm 0.19.1 lora/layers/base_linear.py lines 47-52: "
+            "divide(max_lora_rank, tp_size) asserts it); give a rank that is, or drop fully_sharded"))
+    if hidden_size % tp:
+        raise FieldError("fully_sharded", message=(
+            f"fully_sharded: vLLM --fully-sharded-loras splits o_proj / down_proj adapters' outputs (hidden size "
+            f"{hidden_size}) over the {tp} tensor-parallel ranks, and {hidden_size} is not a multiple of {tp} "
+            "(vllm 0.19.1 lora/layers/base_linear.py lines 55-61: divide(output_size, tp_size)); drop fully_sharded"))
+
+
 def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: JobNotes, pp: int = 1,
               engine: str = "vllm") -> dict[str, Any]:
     """The job's LoRA adapters: mode, slots and the device bytes of the slots on each of the replica's ``tp``
@@ -966,6 +987,8 @@ def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: i
     count = a.count or 1
     slots = a.max_loaded or min(count, VLLM_DEFAULT_MAX_LORAS) if mode == "dynamic" else 0
     sharded = a.fully_sharded  # vLLM --fully-sharded-loras (SGLang has none: refused in the request reader)
+    if sharded and mode == "dynamic":
+        refuse_fully_sharded(rank, tp // pp, spec.hidden_size)
     slot_bytes = lora_slot_bytes(spec, rank, slots, tp // pp, pp, engine, sharded) if mode == "dynamic" else 0
     return {"mode": mode, "slots": slots, "rank": rank, "slot_bytes": slot_bytes, "count": count,
             # one slot on one device (the advice's "device memory per adapter slot"), and one adapter's file, whole
