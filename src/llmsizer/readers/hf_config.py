@@ -730,7 +730,9 @@ def _gpt2(cfg: dict[str, Any], name: str, where: str, published: int | None) -> 
     act = c.get("activation_function", "gelu_new")
     if not isinstance(act, str):
         raise ModelFileError(f"{where}: activation_function must be a string such as 'gelu_new', got {shown(act)}")
-    positions = c.req("n_positions", "max_position_embeddings")
+    # GPT2Config.attribute_map: max_position_embeddings is n_positions (a config.json may write either)
+    positions = c.req("max_position_embeddings" if "n_positions" not in cfg and "max_position_embeddings" in cfg
+                      else "n_positions")
     return ModelSpec(
         name=name, model_type="gpt2", vocab_size=c.req("vocab_size"), hidden_size=hidden,
         num_layers=c.req("n_layer", "num_hidden_layers"), num_heads=heads, num_kv_heads=heads,
