@@ -690,6 +690,13 @@ def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | No
     )
 
 
+# GPT2Config flags that vLLM's and SGLang's GPT2Model assert false (vllm-project/vllm
+# vllm/model_executor/models/gpt2.py @e7dffa68 GPT2Model.__init__, sgl-project/sglang python/sglang/srt/models/gpt2.py
+# GPT2Model.__init__ @00b08c49: ``assert not config.scale_attn_by_inverse_layer_idx``, ``assert not
+# config.reorder_and_upcast_attn``); transformers and llama.cpp load such a model
+GPT2_ENGINE_ASSERTED = ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn")
+
+
 def dropout_on(c: _Cfg, key: str) -> bool:
     """Whether the dropout probability ``key`` (a number in [0, 1], checked) is above zero."""
     v = c.get(key, 0.0)
@@ -716,7 +723,8 @@ def _gpt2(cfg: dict[str, Any], name: str, where: str, published: int | None) -> 
     probabilities: RNG state only in CUDA's fused SDPA kernels) and ``embd_pdrop`` (one mask for the model) are not
     counted. ``scale_attn_weights`` / ``scale_attn_by_inverse_layer_idx`` change a
     scalar only (GPT2Attention.scaling); ``reorder_and_upcast_attn`` acts on the eager path only (an fp32 score
-    matrix, lines 208-211) and is not modelled. ``add_cross_attention`` (GPT-2 as the decoder of an encoder-decoder:
+    matrix, lines 208-211) and is not modelled; either set keeps the model off vLLM and SGLang
+    (``gpt2_attention_flags``, ``GPT2_ENGINE_ASSERTED``). ``add_cross_attention`` (GPT-2 as the decoder of an encoder-decoder:
     ``crossattention`` + ``ln_cross_attn`` per block, line 258) is refused.
     """
     c = _Cfg(cfg, "gpt2", where)
@@ -731,6 +739,7 @@ def _gpt2(cfg: dict[str, Any], name: str, where: str, published: int | None) -> 
     if not isinstance(act, str):
         raise ModelFileError(f"{where}: activation_function must be a string such as 'gelu_new', got {shown(act)}")
     # GPT2Config.attribute_map: max_position_embeddings is n_positions (a config.json may write either)
+    flags = tuple(k for k in GPT2_ENGINE_ASSERTED if cfg.get(k, False) is not False)  # GPT2Config defaults False
     positions = c.req("max_position_embeddings" if "n_positions" not in cfg and "max_position_embeddings" in cfg
                       else "n_positions")
     return ModelSpec(
@@ -739,7 +748,7 @@ def _gpt2(cfg: dict[str, Any], name: str, where: str, published: int | None) -> 
         head_dim=hidden // heads, intermediate_size=c.get("n_inner") or 4 * hidden,
         tie_word_embeddings=bool(c.get("tie_word_embeddings", True)),
         mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True, fused_qkv=True,
-        mlp_act_python=act == "gelu_new", residual_dropout=dropout_on(c, "resid_pdrop"),
+        mlp_act_python=act == "gelu_new", residual_dropout=dropout_on(c, "resid_pdrop"), gpt2_attention_flags=flags,
         norm_kind="layernorm", position_embeddings=positions, max_position_embeddings=positions,
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
         published_params=published, source=where, notes=tuple(c.used_defaults),
