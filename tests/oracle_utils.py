@@ -357,6 +357,9 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                               "n_shared_experts": 2, "first_k_dense_replace": 1, "topk_method": "greedy"},
     "gpt-bigcode-mqa": {"model_type": "gpt_bigcode", "vocab_size": 128, "n_embd": 64, "n_layer": 2, "n_head": 4,
                         "n_positions": 512, "multi_query": True},
+    # GPT-2 (readers/hf_config.py _gpt2): Conv1D c_attn / c_proj / c_fc with biases, learned positions, lm_head tied,
+    # n_inner None (4 x n_embd), gelu_new
+    "gpt2-mha": {"model_type": "gpt2", "vocab_size": 128, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 512},
     # parallel attention + MLP blocks (readers/hf_parallel.py): Falcon-7B-style multi-query with one shared norm,
     # Falcon-40B-style new_decoder_architecture (grouped K/V, two norms), Phi-2-style partial rotary with biases and
     # an lm_head bias, GPT-NeoX with two norms of the same input and partial rotary

@@ -32,7 +32,7 @@ PHI3_NAMES = {"q": "qkv_proj", "k": "qkv_proj", "v": "qkv_proj", "gate": "gate_u
 BIGCODE_NAMES = {"q": "c_attn", "k": "c_attn", "v": "c_attn", "o": "c_proj", "up": "c_fc", "down": "c_proj"}
 GRANITE_H_NAMES = {"gate": "input_linear", "up": "input_linear", "down": "output_linear"}
 FAMILY_NAMES = {"falcon": FUSED_NAMES, "gpt_neox": FUSED_NAMES, "phi": {"o": "dense", "up": "fc1", "down": "fc2"},
-                "phi3": PHI3_NAMES, "gpt_bigcode": BIGCODE_NAMES, "granitemoehybrid": GRANITE_H_NAMES}
+                "phi3": PHI3_NAMES, "gpt_bigcode": BIGCODE_NAMES, "gpt2": BIGCODE_NAMES, "granitemoehybrid": GRANITE_H_NAMES}
 CONFIGS = {**TINY_CONFIGS, "granitemoehybrid": HYBRID_TINY["granitemoehybrid"]}
 
 CASES: list[tuple[str, str, int, bool]] = [
@@ -64,6 +64,8 @@ CASES: list[tuple[str, str, int, bool]] = [
     ("phi3-sliding", "q,down", 8, False),
     ("gpt-bigcode-mqa", "q,k,v,o,up,down", 8, True),
     ("gpt-bigcode-mqa", "k", 8, False),
+    ("gpt2-mha", "q,k,v,o,up,down", 8, True),  # Conv1D modules: PEFT's lora.Linear with fan_in_fan_out
+    ("gpt2-mha", "v,up", 4, False),
     ("granitemoehybrid", "q,k,v,o,gate,up,down", 8, False),
     ("granitemoehybrid", "up,down", 4, True),
     ("deepseek-v32-dsa", "o,gate,up,down", 4, False),
@@ -120,7 +122,7 @@ def test_fused_module_names_adapt_what_peft_adapts(config: str, targets: str) ->
     assert ours == int(pm.get_nb_trainable_parameters()[0])
 
 
-@pytest.mark.parametrize("config", ["phi3-sliding", "gpt-bigcode-mqa"])
+@pytest.mark.parametrize("config", ["phi3-sliding", "gpt-bigcode-mqa", "gpt2-mha"])
 def test_fused_shapes_cover_every_trainable_tensor(config: str) -> None:
     """The adapter tensors the optimizer states and gradients are counted from (LoraParams.shapes) are PEFT's."""
     cfg = CONFIGS[config]

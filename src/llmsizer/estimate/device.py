@@ -36,7 +36,7 @@ from .formats import (
     requested_format,
     runs_on_llamacpp_instead,
 )
-from .model_warnings import ENGINE_LACKS_MODEL, SERVING_ENGINE, SERVING_ENGINE_WHY
+from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY, engine_lacks
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
 ENGINE_DEFAULT_NAME = "by device"
@@ -72,12 +72,12 @@ def _default_engine_rule(device: Device, count: int, weights: str | None,
     A GGUF format, which only llama.cpp runs, keeps llama.cpp: ``refuse_engine`` then says why it cannot serve the
     model (exit 2)."""
     eng, why = _format_engine_rule(device, count, weights, spec)
-    lacks = ENGINE_LACKS_MODEL.get(eng, {}).get(spec.model_type) if spec is not None else None
+    lacks = engine_lacks(spec, eng) if spec is not None else None
     if lacks is None or spec is None:
         return eng, why
     fmt = requested_format(spec, weights)
     for nxt in ("vllm", "transformers"):
-        if nxt == eng or spec.model_type in ENGINE_LACKS_MODEL.get(nxt, {}) or \
+        if nxt == eng or engine_lacks(spec, nxt) is not None or \
                 nxt != "transformers" and not engine_runs_on(nxt, device):
             continue
         if fmt is not None and (fmt.startswith("gguf:") or engine_refuses(nxt, fmt, device, spec) is not None):

@@ -232,6 +232,19 @@ ENGINE_LACKS_MODEL: dict[str, dict[str, str]] = {
 }
 
 
+def engine_lacks(spec: ModelSpec, engine: str) -> str | None:
+    """Why ``engine``'s modelled release does not serve ``spec`` at all, None where it does: its family
+    (``ENGINE_LACKS_MODEL``), or a GPT-2 config with an attention flag vLLM's and SGLang's GPT2Model assert false
+    (``ModelSpec.gpt2_attention_flags``; readers/hf_config.py ``GPT2_ENGINE_ASSERTED``)."""
+    lacks = ENGINE_LACKS_MODEL.get(engine, {}).get(spec.model_type)
+    if lacks is None and spec.gpt2_attention_flags and engine in ("vllm", "sglang"):
+        where = ("vllm/model_executor/models/gpt2.py @e7dffa68" if engine == "vllm"
+                 else "python/sglang/srt/models/gpt2.py @00b08c49")
+        lacks = (f"its GPT2Model asserts {' and '.join(f'not config.{f}' for f in spec.gpt2_attention_flags)} "
+                 f"({where} GPT2Model.__init__), and this config sets it")
+    return lacks
+
+
 def refuse_engine(spec: ModelSpec, engine: str) -> None:
     """Raise one ``FieldError`` line about the field ``engine`` when serving ``spec`` on ``engine`` is not modelled
     whatever the device, format or layout (an encoder-decoder off transformers; a family the engine's release does
@@ -241,9 +254,9 @@ def refuse_engine(spec: ModelSpec, engine: str) -> None:
     if spec.encoder_decoder is not None and engine != SERVING_ENGINE:
         raise FieldError("engine", f"{_modelled_on(spec)}; not on {engine}: {_ENGINE_REASON.get(engine, 'not modelled')}",
                          also=("weights",))
-    lacks = ENGINE_LACKS_MODEL.get(engine, {}).get(spec.model_type)
+    lacks = engine_lacks(spec, engine)
     if lacks is not None:
-        others = [e for e in ("vllm", "transformers", "llamacpp") if spec.model_type not in ENGINE_LACKS_MODEL.get(e, {})]
+        others = [e for e in ("vllm", "transformers", "llamacpp") if engine_lacks(spec, e) is None]
         said = others[0] if len(others) == 1 else f"{', '.join(others[:-1])} or {others[-1]}"
         raise FieldError("engine", f"model {spec.name!r} ({spec.model_type}) is not served on engine {engine}: "
                          f"{lacks}; give engine {said}")

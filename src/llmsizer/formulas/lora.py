@@ -189,9 +189,9 @@ class FusedLinear:
 
 
 # the module name of each model type's fused linears (transformers v5.24.0: modeling_phi3.py Phi3Attention /
-# Phi3MLP, modeling_gpt_bigcode.py GPTBigCodeAttention, modeling_falcon.py / modeling_gpt_neox.py / modeling_bloom.py
+# Phi3MLP, modeling_gpt_bigcode.py GPTBigCodeAttention, modeling_gpt2.py GPT2Attention (Conv1D c_attn), modeling_falcon.py / modeling_gpt_neox.py / modeling_bloom.py
 # query_key_value, modeling_granitemoehybrid.py GraniteMoeHybridMLP lines 762-763)
-_QKV_MODULE = {"phi3": "qkv_proj", "gpt_bigcode": "c_attn"}  # else query_key_value
+_QKV_MODULE = {"phi3": "qkv_proj", "gpt_bigcode": "c_attn", "gpt2": "c_attn"}  # else query_key_value
 _GATE_UP_MODULE = {"phi3": "gate_up_proj", "granitemoehybrid": "shared_mlp.input_linear"}
 
 

@@ -100,7 +100,8 @@ r = residual-stream element size (the embedding's dtype):
   transpose is free); ``gelu_new``
   (NewGELUActivation, activations.py: ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in Python ops)
   keeps x (pow), the tanh output, 0.5 x and 1 + tanh: 3 t I more than a fused GELU (``spec.mlp_act_python``); Phi's
-  ``resid_dropout`` keeps one mask per branch output (2 t h x ``dropout_mask`` B, ``spec.residual_dropout``).
+  ``resid_dropout`` keeps one mask per branch output (2 t h x ``dropout_mask`` B, ``spec.residual_dropout``), as
+  GPT-2's sequential block does (GPT2Attention.resid_dropout and GPT2MLP.dropout after each c_proj, modeling_gpt2.py).
 - Gemma 3n (``spec.gemma3n``): AltUp's n streams, the per-layer inputs, LAuReL and the fp32 normalised tensor of
   every Gemma3nRMSNorm (``gemma3n_saved_terms`` per layer, ``gemma3n_model_terms`` around the layers); a K/V-sharing
   layer keeps no k/v of its own (it reads the storages an earlier layer saved) and has no k_norm.
@@ -667,9 +668,9 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             ts_n = _div(t, st.tp) if st.sp else t
             out.append(Term("mlp norm mean/rstd (input shared with the attention norm)", 2 * ts_n * 4,
                             f"2 x 4 B per token ({ts_n} tokens)"))
-        if spec.residual_dropout:
-            out.append(Term("residual dropout masks (attention and MLP branches)", 2 * t * h * st.dropout_mask,
-                            f"2 x {t} x {h} x {st.dropout_mask} B"))
+    if spec.residual_dropout:  # Phi's resid_dropout on both parallel branches; GPT-2's attn / mlp dropout (sequential)
+        out.append(Term("residual dropout masks (attention and MLP branches)", 2 * t * h * st.dropout_mask,
+                        f"2 x {t} x {h} x {st.dropout_mask} B"))
     dense_mlp_recomputed = (has_ffn and not (spec.moe_layers[layer] and spec.moe is not None)
                             and st.recomputes("mlp") and st.megatron_te)
     if dense_mlp_recomputed:  # eq. R4: the dense MLP with its fused norm, recomputed from its input

@@ -77,7 +77,7 @@ ENCODER_DECODER_TYPES = {"t5", "mt5"}
 # language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
 TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
-                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | GEMMA4 | PARALLEL_TYPES
+                                     | {"gpt_bigcode", "gpt2"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | GEMMA4 | PARALLEL_TYPES
                                      | ENCODER_DECODER_TYPES))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
@@ -569,6 +569,8 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
                 raise ModelFileError(f"{where}: '{key}' must be a string such as 'bfloat16', got {shown(d.get(key))}")
     if mt == "gpt_bigcode":
         return _gpt_bigcode(cfg, name, where, published_params)
+    if mt == "gpt2":
+        return _gpt2(cfg, name, where, published_params)
     if mt in PARALLEL_TYPES:
         from .hf_parallel import parallel_spec  # same floor; it reuses this module's _Cfg
         return parallel_spec(cfg, mt, name=name, where=where, source=source, published_params=published_params)
@@ -684,5 +686,70 @@ def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | No
         mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True, fused_qkv=True,
         norm_kind="layernorm", position_embeddings=c.req("n_positions", "max_position_embeddings"),
         max_position_embeddings=c.get("n_positions"), torch_dtype=cfg.get("torch_dtype"),
+        published_params=published, source=where, notes=tuple(c.used_defaults),
+    )
+
+
+# GPT2Config flags that vLLM's and SGLang's GPT2Model assert false (vllm-project/vllm
+# vllm/model_executor/models/gpt2.py @e7dffa68 GPT2Model.__init__, sgl-project/sglang python/sglang/srt/models/gpt2.py
+# GPT2Model.__init__ @00b08c49: ``assert not config.scale_attn_by_inverse_layer_idx``, ``assert not
+# config.reorder_and_upcast_attn``); transformers and llama.cpp load such a model
+GPT2_ENGINE_ASSERTED = ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn")
+
+
+def dropout_on(c: _Cfg, key: str) -> bool:
+    """Whether the dropout probability ``key`` (a number in [0, 1], checked) is above zero."""
+    v = c.get(key, 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{key} ({c.where}): expected a dropout probability, got {v!r}")
+    return float(check_number(float(v), key, FRACTION, c.where)) > 0.0
+
+
+def _gpt2(cfg: dict[str, Any], name: str, where: str, published: int | None) -> ModelSpec:
+    """GPT-2 (openai-community/gpt2*, distilgpt2, GPT-3-style configs written as GPT2Config): multi-head attention,
+    LayerNorm with bias, a non-gated MLP with bias, learned absolute positions, lm_head tied to wte.
+
+    transformers v5.24.0 models/gpt2/configuration_gpt2.py (GPT2Config: n_embd, n_layer, n_head, n_inner None,
+    n_positions 1024 = max_position_embeddings by ``attribute_map``, activation_function 'gelu_new',
+    tie_word_embeddings True, add_cross_attention False) and modeling_gpt2.py: GPT2Attention lines 104-108
+    ``c_attn = Conv1D(3 * embed_dim, embed_dim)`` (q, k and v from one module: ``fused_qkv``) and
+    ``c_proj = Conv1D(embed_dim, embed_dim)``, each Conv1D a (in, out) weight plus a bias (pytorch_utils.py Conv1D);
+    GPT2MLP lines 235-236 ``c_fc`` / ``c_proj`` Conv1D with bias; GPT2Block line 252 ``inner_dim = n_inner if not
+    None else 4 * hidden_size``, ``ln_1`` / ``ln_2`` LayerNorm (layer_norm_epsilon); GPT2Model lines 491-496 ``wte``,
+    ``wpe = Embedding(max_position_embeddings, H)``, ``ln_f``; GPT2LMHeadModel line 642 ``lm_head = Linear(n_embd,
+    vocab_size, bias=False)`` tied to ``wte`` (line 637). The MLP activation ACT2FN['gelu_new'] is NewGELUActivation
+    (Python tensor ops: ``mlp_act_python``). ``resid_pdrop`` > 0 (GPT2Config default 0.1) puts a dropout after each
+    branch's c_proj, whose masks training keeps (``residual_dropout``); ``attn_pdrop`` (dropout of the attention
+    probabilities: RNG state only in CUDA's fused SDPA kernels) and ``embd_pdrop`` (one mask for the model) are not
+    counted. ``scale_attn_weights`` / ``scale_attn_by_inverse_layer_idx`` change a
+    scalar only (GPT2Attention.scaling); ``reorder_and_upcast_attn`` acts on the eager path only (an fp32 score
+    matrix, lines 208-211) and is not modelled; either set keeps the model off vLLM and SGLang
+    (``gpt2_attention_flags``, ``GPT2_ENGINE_ASSERTED``). ``add_cross_attention`` (GPT-2 as the decoder of an encoder-decoder:
+    ``crossattention`` + ``ln_cross_attn`` per block, line 258) is refused.
+    """
+    c = _Cfg(cfg, "gpt2", where)
+    if cfg.get("add_cross_attention", False) is not False:  # GPT2Config default False
+        raise UnsupportedArchitectureError(f"{where}: a gpt2 config with add_cross_attention (GPT-2 as the decoder "
+                                           "of an encoder-decoder) is not supported")
+    hidden = c.req("n_embd", "hidden_size")
+    heads = c.req("n_head", "num_attention_heads")
+    if hidden % heads:  # GPT2Attention raises ValueError unless embed_dim is divisible by num_heads
+        raise InputError(f"{where}: n_embd ({hidden}) is not divisible by n_head ({heads})")
+    act = c.get("activation_function", "gelu_new")
+    if not isinstance(act, str):
+        raise ModelFileError(f"{where}: activation_function must be a string such as 'gelu_new', got {shown(act)}")
+    # GPT2Config.attribute_map: max_position_embeddings is n_positions (a config.json may write either)
+    flags = tuple(k for k in GPT2_ENGINE_ASSERTED if cfg.get(k, False) is not False)  # GPT2Config defaults False
+    positions = c.req("max_position_embeddings" if "n_positions" not in cfg and "max_position_embeddings" in cfg
+                      else "n_positions")
+    return ModelSpec(
+        name=name, model_type="gpt2", vocab_size=c.req("vocab_size"), hidden_size=hidden,
+        num_layers=c.req("n_layer", "num_hidden_layers"), num_heads=heads, num_kv_heads=heads,
+        head_dim=hidden // heads, intermediate_size=c.get("n_inner") or 4 * hidden,
+        tie_word_embeddings=bool(c.get("tie_word_embeddings", True)),
+        mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True, fused_qkv=True,
+        mlp_act_python=act == "gelu_new", residual_dropout=dropout_on(c, "resid_pdrop"), gpt2_attention_flags=flags,
+        norm_kind="layernorm", position_embeddings=positions, max_position_embeddings=positions,
+        torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
         published_params=published, source=where, notes=tuple(c.used_defaults),
     )

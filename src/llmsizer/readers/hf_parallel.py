@@ -42,14 +42,9 @@ from typing import Any
 from ..errors import InputError, UnsupportedArchitectureError
 from ..numbers import Range, check_number
 from ..specs import ModelSpec
-from .hf_config import FRACTION, _Cfg, rope_scaling_of, rotary_dim_of
+from .hf_config import _Cfg, dropout_on, rope_scaling_of, rotary_dim_of
 
-
-def _dropout(c: _Cfg, key: str) -> bool:
-    v = c.get(key, 0.0)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputError(f"{key} ({c.where}): expected a dropout probability, got {v!r}")
-    return float(check_number(float(v), key, FRACTION, c.where)) > 0.0
+_dropout = dropout_on  # the one dropout-probability check (readers/hf_config.py)
 
 
 def _flag(c: _Cfg, key: str, default: bool) -> bool:

@@ -473,6 +473,9 @@ class ModelSpec:
     # that keeps its own intermediates for the backward (formulas/training_activations.py), not one fused op
     mlp_act_python: bool = False
     residual_dropout: bool = False  # dropout on each branch output in training (Phi-2 resid_pdrop 0.1): bool masks
+    # GPT2Config attention flags set to true that vLLM's and SGLang's GPT2Model refuse (``assert not config.<flag>``):
+    # scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn (readers/hf_config.py _gpt2; model_warnings.engine_lacks)
+    gpt2_attention_flags: tuple[str, ...] = ()
     # transformers' own module repeats K/V to every query head before caching (Falcon new_decoder_architecture:
     # FalconAttention._split_heads broadcasts key/value to the query shape): its DynamicCache holds num_heads heads
     kv_repeated_in_transformers: bool = False
