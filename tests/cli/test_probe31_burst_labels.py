@@ -39,4 +39,9 @@ def test_does_not_fit_says_the_burst_queues_in_waves() -> None:
     assert code == 1 and "DOES NOT FIT" in text.splitlines()[0]
     line = next(ln for ln in text.splitlines() if ln.startswith("burst: "))
     assert "the verdict counts 1,000 running at once; a burst of them queues and is served in waves" in line
-    assert "706 admitted at a time (294 wait)" in line
+    # the text names the pool's admitted count as fit's JSON does (one answer; the pool's arithmetic is checked
+    # against vLLM's own rules elsewhere), not a figure copied into the test
+    _, d = run_json(*QWEN)
+    admitted, queued = d["memory"]["details"]["admitted_sequences"], d["memory"]["details"]["queued_sequences"]
+    assert admitted + queued == 1000 and 0 < admitted < 1000
+    assert f"{admitted:,} admitted at a time ({queued:,} wait)" in line
