@@ -96,21 +96,27 @@ def test_the_readme_accuracy_rows_are_validates() -> None:
     assert " / ".join(_pct(rows[i].error or 0) for i in ("PM0083", "PM0084", "PM0085")) in octo
 
     pools = [c for i, c in rows.items() if i.startswith("VL") and i.endswith(".kv_pool")]
-    gib = [abs(c.predicted - c.measured) for c in pools if c.predicted is not None]  # the rows' unit is GiB
-    # of the GPU: the card's 'NNGB' read as GiB, as the catalog reads a vendor's GB (JEDEC)
-    share = [abs(c.predicted - c.measured) / int(re.search(r"(\d+)GB", c.what).group(1))  # type: ignore[union-attr]
-             for c in pools if c.predicted is not None]
     kv = _readme_row("vLLM start-up: KV pool")
     assert f"KV pool of {len(pools)} logged runs" in kv
-    assert f"within {max(gib):.1f} GiB (≤ {max(share):.1%} of the GPU)" in kv
+    # the rows with every setting stated and no named miss (VLLM_LOG_KNOWN_MISSES) bound the README's figure; the
+    # named misses and the assumed rows are said apart
+    from llmsizer.validation_cases import VLLM_LOG_KNOWN_MISSES
+    stated = [c for c in pools if c.predicted is not None and not c.excluded and c.id not in VLLM_LOG_KNOWN_MISSES]
+    gib = [abs(c.predicted - c.measured) for c in stated]  # the rows' unit is GiB; of the GPU: the card's 'NNGB'
+    # read as GiB, as the catalog reads a vendor's GB (JEDEC)
+    share = [abs(c.predicted - c.measured) / int(re.search(r"(\d+)GB", c.what).group(1))  # type: ignore[union-attr]
+             for c in stated]
+    assert f"the {len(stated)} with every setting stated: within {max(gib):.1f} GiB (≤ {max(share):.1%} of the GPU)" in kv
+    missed = sorted(c.id.split(".")[0] for c in pools if c.id in VLLM_LOG_KNOWN_MISSES)
+    assert all(m in kv for m in missed) and f"{sum(1 for c in pools if c.excluded)} with an assumed GPU total" in kv
 
     weights = [c for i, c in rows.items() if i.startswith("VL") and i.endswith(".weights")]
     models = {c.what.split(", ")[1].split(" ")[0] for c in weights}
     gpt_oss = [c.error for c in weights if "gpt-oss" in c.what]
     every = max(abs(c.error or 0) for c in weights)  # gpt-oss's MXFP4 included since probe23 D3 (eq. X1)
     w = _readme_row("vLLM weights")
-    assert f"({len(models)} models)" in w and len(gpt_oss) == 1
-    assert f"within {every:.1%} (gpt-oss MXFP4 {_pct(gpt_oss[0] or 0)}" in w
+    assert f"({len(models)} models)" in w
+    assert f"within {every:.1%} (gpt-oss MXFP4 {', '.join(_pct(e or 0) for e in gpt_oss)}" in w
 
     tt = [c.error for c in rows.values() if c.kind == "training memory" and c.what.startswith("torchtune Llama2")
           and not c.excluded and c.error is not None]

@@ -69,7 +69,7 @@ def clear_caches(estimates_only: bool = False) -> None:
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, parallelism.pipeline_stage_layers, model_parallel._layer_kind_loads,
               parallelism.interleaved_backward_states, parallelism.interleaved_forward_accumulating,
-              parallelism.pipeline_rank_boundary_bytes, parallelism.interleaved_peak_inflight, training_states._expert_elements, training_states._embedding_and_head,
+              parallelism.pipeline_rank_boundary_bytes, parallelism.interleaved_peak_inflight, parallelism.megatron_interleaved_split, training_states._expert_elements, training_states._embedding_and_head,
               training_states._trained_base, training_states._autocast_copies,
               training_states._stage_adapters, training_compose._stages_to_evaluate,
               training_compose.stage_representatives, duration.quantized_weights,
