@@ -30,6 +30,7 @@ def test_validate_json_summary_values() -> None:
         MEGATRON_BRIDGE_RUNS,
         QWEN25_PAGE_KNOWN_MISSES,
         TRAINING_SPEED_CALIBRATION,
+        VLLM_LOG_KNOWN_MISSES,
         public_cases,
     )
 
@@ -38,7 +39,11 @@ def test_validate_json_summary_values() -> None:
     mem = by_kind["inference memory"]
     assert mem.n >= 16 and mem.median is not None and mem.median < 0.05
     # every tolerance the tests hold is met, but the Qwen2.5 page rows kept as strict xfails (QWEN25_PAGE_KNOWN_MISSES)
-    assert mem.within == mem.with_tolerance - len(QWEN25_PAGE_KNOWN_MISSES)
+    # and the vLLM start-up figures named as misses in the summary (VLLM_LOG_KNOWN_MISSES; the assumed rows' ones are
+    # out of it: tests/validation/test_vllm_logs.py checks that exactly those miss)
+    summarised = {c.id for c in cases if c.kind == "inference memory" and not c.excluded}
+    named = len(QWEN25_PAGE_KNOWN_MISSES) + len(summarised & set(VLLM_LOG_KNOWN_MISSES))
+    assert mem.within == mem.with_tolerance - named
     # 19 calibration rows, those of validation_cases.TRAINING_SPEED_CALIBRATION (the Megatron Table 1 rows are held
     # out since the tensor/pipeline-parallel terms replaced the flat HFU)
     # (PM0020, PM0022, PM0501, PM0503 for the float8 GEMM share, PM0600, PM0602, the 7 MPT-7B Ampere rows, PM0720 for

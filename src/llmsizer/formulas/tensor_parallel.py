@@ -322,7 +322,7 @@ TRANSFORMERS_SPLIT: dict[str, frozenset[str]] = {
     **dict.fromkeys(("falcon_h1", "gpt_oss", "qwen3_vl_text"), _LM),
 }
 # model types whose transformers model has no tensor-parallel plan at all (mixin.py:257-264 refuses them)
-TRANSFORMERS_NO_PLAN = frozenset({"falcon", "mamba2", "mllama", "mt5", "stablelm", "t5"})
+TRANSFORMERS_NO_PLAN = frozenset({"falcon", "gpt2", "mamba2", "mllama", "mt5", "stablelm", "t5"})
 
 
 def transformers_tensor_parallel_refusal(spec: ModelSpec) -> str | None:
