@@ -17,19 +17,29 @@ import pytest
 
 from llmsizer import estimate_inference
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import HYBRID_TINY as TINY
-from oracle_utils import build, cache_storage_bytes, torch, transformers
+from oracle_utils import (
+    HYBRID_TINY,
+    TINY_QWEN3_5,
+    TINY_QWEN3_5_MOE,
+    build,
+    cache_storage_bytes,
+    text_config,
+    torch,
+    transformers,
+)
 
 pytestmark = pytest.mark.slow
 
 BATCH, PROMPT = 2, 7
+# Qwen3.5 / Qwen3.6: Qwen3-Next's decoder inside a multimodal config (text_config + vision_config)
+TINY = {**HYBRID_TINY, "qwen3_5": TINY_QWEN3_5, "qwen3_5_moe": TINY_QWEN3_5_MOE}
 
 
 def _measure(cfg: dict[str, Any], dtype: Any) -> tuple[int, int]:
     """(state bytes, KV bytes) held by the cache after a prefill of PROMPT tokens and one decode step."""
     model = build(cfg, device="cpu", dtype=dtype)
     gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, cfg["vocab_size"], (BATCH, PROMPT), generator=gen)
+    ids = torch.randint(0, text_config(cfg)["vocab_size"], (BATCH, PROMPT), generator=gen)
     with torch.no_grad():
         cache = model(input_ids=ids, use_cache=True).past_key_values
         cache = model(input_ids=ids[:, :1], cache=cache, use_cache=True).past_key_values
@@ -181,6 +191,33 @@ def test_catalog_hybrid_row_state_and_kv_equal_a_real_forward_of_one_period(name
     periods, rest = divmod(entry.config["num_hidden_layers"], period)
     assert rest == 0
     cfg = {**entry.config, **shrink, "num_hidden_layers": period}
+    measured_state, measured_kv = _measure(cfg, torch.bfloat16)
+    est = estimate_inference(name, engine="transformers", context=PROMPT + 1, output_tokens=0, concurrency=BATCH,
+                             device="cpu")
+    assert est.item("recurrent_state").bytes == periods * measured_state
+    assert est.item("kv_cache").bytes == periods * measured_kv
+
+
+# Qwen3.5 catalog rows (the language model in text_config): one period of 4 layers (3 Gated DeltaNet + 1 gated
+# attention, layer_types cut to it) with every key the cache tensors depend on kept (linear and attention heads and
+# head dims, conv kernel); hidden size, FFN / experts, vocabulary and the vision tower shrunk (no cache tensor has
+# them in its shape). The row's estimate must be the measured period's bytes times the number of periods.
+_QWEN3_5_VISION_SHRINK = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64}
+
+
+@pytest.mark.parametrize("name", ["qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b"])
+def test_catalog_qwen3_5_row_state_and_kv_equal_a_real_forward_of_one_period(name):
+    from llmsizer.catalog.models import entries
+
+    entry = entries()[name]
+    text = entry.config["text_config"]
+    period = text["full_attention_interval"]
+    periods, rest = divmod(text["num_hidden_layers"], period)
+    assert rest == 0 and text["layer_types"] == text["layer_types"][:period] * periods
+    shrink = {k: v for k, v in _SHRINK.items() if k in text}
+    cfg = {**entry.config, "text_config": {**text, **shrink, "num_hidden_layers": period,
+                                           "layer_types": text["layer_types"][:period]},
+           "vision_config": {**entry.config["vision_config"], **_QWEN3_5_VISION_SHRINK}}
     measured_state, measured_kv = _measure(cfg, torch.bfloat16)
     est = estimate_inference(name, engine="transformers", context=PROMPT + 1, output_tokens=0, concurrency=BATCH,
                              device="cpu")
