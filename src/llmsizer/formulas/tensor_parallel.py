@@ -308,6 +308,10 @@ TRANSFORMERS_SPLIT: dict[str, frozenset[str]] = {
     "glm4_moe": _DENSE | _EXPERTS | _SHEXP,
     # Gated DeltaNet in_proj_qkvz / in_proj_ba / out_proj: colwise_gather_output
     "qwen3_next": _DENSE | _EXPERTS | _SHEXP | {"ssm_in", "ssm_ba", "ssm_out"},
+    # Qwen3.5: in_proj_qkv + in_proj_z (ssm_in), in_proj_b + in_proj_a (ssm_ba), out_proj: colwise_gather_output
+    # (configuration_qwen3_5.py:58-72, configuration_qwen3_5_moe.py:58-75); the vision tower has no plan entry
+    "qwen3_5_text": _DENSE | {"ssm_in", "ssm_ba", "ssm_out"},
+    "qwen3_5_moe_text": _DENSE | _EXPERTS | _SHEXP | {"ssm_in", "ssm_ba", "ssm_out"},
     "deepseek_v2": _LM | _MLA | _MLP | _EXPERTS | _SHEXP,
     "deepseek_v32": _LM | (_MLA - {"attn_q"}) | _MLP | _EXPERTS | _SHEXP,
     "deepseek_v3": _LM | _MLP | _EXPERTS | _SHEXP,  # no attention entry: MLA whole on every rank
@@ -350,7 +354,7 @@ def transformers_split_roles(model_type: str) -> frozenset[str]:
 TRANSFORMERS_GATHERED: dict[str, frozenset[str]] = {
     "phi3": frozenset({"attn_q", "attn_k", "attn_v", "attn_q.bias", "attn_k.bias", "attn_v.bias", "ffn_gate",
                        "ffn_up", "ffn_gate.bias", "ffn_up.bias"}),
-    "qwen3_next": frozenset({"ssm_in", "ssm_ba", "ssm_out"}),
+    **dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), frozenset({"ssm_in", "ssm_ba", "ssm_out"})),
 }
 
 

@@ -680,7 +680,8 @@ def _with_qwen3_5_top(spec: ModelSpec, full_cfg: dict[str, Any], where: str) -> 
     """A Qwen3.5 language model (``text_config``, read by readers/hf_hybrid.py) with what its multimodal config
     holds at the top: the vision tower (``_qwen_vision``), Qwen3_5Config / Qwen3_5MoeConfig.tie_word_embeddings
     (default False; text_config's flag is not forwarded, as Qwen3-VL's) and a top-level quantization_config."""
-    notes: list[str] = list(spec.notes)
+    # the text config's tie_word_embeddings (or its class default) is not the one read
+    notes = [n for n in spec.notes if not n.startswith("tie_word_embeddings=")]
     vision = _qwen_vision(full_cfg, spec.hidden_size, where, notes)
     top = _Cfg(full_cfg, str(full_cfg.get("model_type")), where)
     tie = bool(top.get("tie_word_embeddings"))

@@ -159,8 +159,16 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         kh = c.req("linear_num_key_heads")
         if vh % kh:
             raise InputError(f"{where}: linear_num_value_heads ({vh}) must be a multiple of linear_num_key_heads ({kh})")
+        # vLLM's Qwen3_5ForConditionalGenerationConfig.verify_and_update_config sets mamba_ssm_cache_dtype 'auto' to
+        # the text config's mamba_ssm_dtype (the published Qwen3.5 configs: float32; absent: the model dtype)
+        # (vllm 0.19.1 wheel model_executor/models/config.py L663-686, 0.34.0 L1293-1306, both Qwen3.5 classes
+        # mapped at L746-747 / L1604-1606); Qwen3-Next has no such hook
+        ssm_dtype = cfg.get("mamba_ssm_dtype") if mt != "qwen3_next" else None
+        if ssm_dtype not in (None, "float32", "bfloat16", "float16"):
+            raise ModelFileError(f"{where}: mamba_ssm_dtype must be float32, bfloat16 or float16, got {shown(ssm_dtype)}")
         rec = RecurrentSpec(kind="gated_deltanet", d_inner=vh * vd, d_state=c.req("linear_key_head_dim"),
-                            d_conv=c.req("linear_conv_kernel_dim"), num_heads=vh, n_groups=kh, conv_bias=False)
+                            d_conv=c.req("linear_conv_kernel_dim"), num_heads=vh, n_groups=kh, conv_bias=False,
+                            ssm_cache_dtype=ssm_dtype)
         moe, moe_layers = _moe(c, n_layers, hidden)
         heads = c.req("num_attention_heads")
         bias = bool(c.get("attention_bias", False))
