@@ -155,6 +155,8 @@ def test_qwen3_next_class_default_is_the_80b_model():
     ({**_MAMBA2, "num_heads": 7}, InputError),
     ({**_JAMBA, "mamba_dt_rank": "wide"}, ModelFileError),
     ({**_QWEN3_NEXT, "linear_num_key_heads": 3}, InputError),
+    ({**_QWEN3_5, "text_config": {**_QWEN3_5["text_config"], "mamba_ssm_dtype": "int3"}}, ModelFileError),
+    ({**_QWEN3_5, "vision_config": {**_QWEN3_5["vision_config"], "out_hidden_size": 32}}, ModelFileError),
     ({**_QWEN3_NEXT, "full_attention_interval": 0}, InputError),
 ])
 def test_bad_hybrid_config_is_one_clear_error(cfg, err):

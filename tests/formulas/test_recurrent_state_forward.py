@@ -93,6 +93,28 @@ def test_vllm_qwen3_next_state_page_and_hybrid_block_follow_its_source():
     assert est.details["kv_needed_bytes"] == 3 * 12 * math.ceil(32768 / block) * block * kv_token_layer
 
 
+def test_vllm_qwen3_5_keeps_its_ssm_state_in_the_configs_mamba_ssm_dtype():
+    """Qwen3.5-35B-A3B (catalog row, bf16): vLLM's Qwen3_5ForConditionalGenerationConfig sets mamba_ssm_cache_dtype
+    'auto' to the text config's mamba_ssm_dtype, float32 (vllm 0.19.1 / 0.34.0 model_executor/models/config.py):
+    the conv state (conv_dim, conv_kernel - 1) in bf16, the temporal state (num_v_heads, head_v_dim, head_k_dim) in
+    fp32; the attention block = 16 x ceil(page / (16 x KV bytes per token and layer))."""
+    conv = (128 * 16 * 2 + 128 * 32) * (4 - 1) * 2
+    temporal = 32 * 128 * 128 * 4
+    kv_token_layer = 2 * 2 * 256 * 2  # K and V, 2 KV heads, head_dim 256, bf16
+    block = 16 * math.ceil((conv + temporal) / (16 * kv_token_layer))
+    est = estimate_inference("qwen3.5-35b-a3b", engine="vllm", context=32768, concurrency=3, memory=141 * 2**30)
+    assert est.details["hybrid_block_size"] == block == 1056
+    assert est.details["recurrent_state_bytes_per_sequence"] == 30 * block * kv_token_layer  # one padded page each
+    # without the key: the model dtype, as Qwen3-Next
+    from llmsizer.catalog.models import entries
+
+    cfg = entries()["qwen3.5-35b-a3b"].config
+    bare = {**cfg, "text_config": {k: v for k, v in cfg["text_config"].items() if k != "mamba_ssm_dtype"}}
+    est = estimate_inference(spec_from_config(bare, name="q"), engine="vllm", context=32768, concurrency=3,
+                             memory=141 * 2**30)
+    assert est.details["hybrid_block_size"] == 16 * math.ceil((conv + temporal // 2) / (16 * kv_token_layer))
+
+
 def test_vllm_nemotron_h_keeps_its_ssm_state_in_fp32():
     """vLLM NemotronHForCausalLMConfig: mamba_ssm_cache_dtype from the HF config, float32 when absent (the
     NemotronHConfig default); the conv state stays in the model dtype; the page is padded to the attention page."""

@@ -168,7 +168,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
             raise ModelFileError(f"{where}: mamba_ssm_dtype must be float32, bfloat16 or float16, got {shown(ssm_dtype)}")
         rec = RecurrentSpec(kind="gated_deltanet", d_inner=vh * vd, d_state=c.req("linear_key_head_dim"),
                             d_conv=c.req("linear_conv_kernel_dim"), num_heads=vh, n_groups=kh, conv_bias=False,
-                            ssm_cache_dtype=ssm_dtype)
+                            ssm_cache_dtype=ssm_dtype, split_in_proj=mt != "qwen3_next")
         moe, moe_layers = _moe(c, n_layers, hidden)
         heads = c.req("num_attention_heads")
         bias = bool(c.get("attention_bias", False))

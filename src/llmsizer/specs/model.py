@@ -127,6 +127,9 @@ class RecurrentSpec:
     chunk_size: int = 256  # mamba2: the SSD chunk length of the chunked scan (config chunk_size / mamba_chunk_size)
     # Falcon-H1: the in_proj output is multiplied by the mup_vector buffer (modeling_falcon_h1.py line 690)
     in_proj_multiplier: bool = False
+    # gated_deltanet: Qwen3.5's Qwen3_5GatedDeltaNet keeps Qwen3-Next's in_proj_qkvz as in_proj_qkv + in_proj_z and
+    # in_proj_ba as in_proj_b + in_proj_a (modular_qwen3_5.py): two nn.Linear each, the same elements
+    split_in_proj: bool = False
 
     @property
     def head_dim(self) -> int:
