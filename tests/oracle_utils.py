@@ -23,7 +23,8 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
-MULTIMODAL_TYPES = {"gemma3", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4"}
+MULTIMODAL_TYPES = {"gemma3", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mllama",
+                    "llama4"}
 SEQ2SEQ_TYPES = {"t5", "mt5"}  # T5ForConditionalGeneration / MT5ForConditionalGeneration
 
 
@@ -405,6 +406,25 @@ HYBRID_TINY: dict[str, dict[str, Any]] = {
     "mamba2": {"model_type": "mamba2", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3, "num_heads": 8,
                "head_dim": 16, "state_size": 16, "n_groups": 2, "conv_kernel": 5},
 }
+
+# Qwen3.5 / Qwen3.6 (qwen3_5, qwen3_5_moe): a multimodal config whose text_config is Qwen3-Next's hybrid decoder
+# (dense MLP / sparse block on every layer) and a one-block Qwen3-VL vision tower without deepstack mergers
+_TINY_QWEN3_5_VISION = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "patch_size": 16,
+                        "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 64,
+                        "num_position_embeddings": 64, "deepstack_visual_indexes": []}
+_TINY_QWEN3_5_TEXT = {"vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+                      "num_key_value_heads": 2, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                      "linear_key_head_dim": 8, "linear_value_head_dim": 12,
+                      "rope_parameters": {"rope_type": "default", "rope_theta": 10000, "partial_rotary_factor": 0.25,
+                                          "mrope_section": [1, 1, 0], "mrope_interleaved": True}}
+TINY_QWEN3_5 = {"model_type": "qwen3_5", "tie_word_embeddings": False,
+                "text_config": {**_TINY_QWEN3_5_TEXT, "model_type": "qwen3_5_text", "intermediate_size": 96},
+                "vision_config": {**_TINY_QWEN3_5_VISION, "model_type": "qwen3_5"}}
+TINY_QWEN3_5_MOE = {"model_type": "qwen3_5_moe", "tie_word_embeddings": False,
+                    "text_config": {**_TINY_QWEN3_5_TEXT, "model_type": "qwen3_5_moe_text", "num_experts": 8,
+                                    "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                                    "shared_expert_intermediate_size": 48},
+                    "vision_config": {**_TINY_QWEN3_5_VISION, "model_type": "qwen3_5_moe"}}
 
 
 # Small Mamba models, one per family, and the Mamba layer whose saved tensors tests/training/test_mamba_saved_tensors.py

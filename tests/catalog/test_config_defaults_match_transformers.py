@@ -37,6 +37,10 @@ NOT_A_FIELD = {
     ("t5", "tie_word_embeddings"): "a PreTrainedConfig keyword, not a T5Config field (default True in transformers 4.x; "
                                    "5.24's T5Config.__post_init__ forces True, configuration_t5.py L78-82); "
                                    "checked in tests/catalog/test_t5_params.py",
+    **{(mt, "partial_rotary_factor"): "a kwarg Qwen3_5TextConfig / Qwen3_5MoeTextConfig.__post_init__ sets into "
+                                      "rope_parameters (``kwargs.setdefault('partial_rotary_factor', 0.25)``, "
+                                      "configuration_qwen3_5.py); checked in tests/catalog/test_hybrid_params.py"
+       for mt in ("qwen3_5_text", "qwen3_5_moe_text")},
     ("gpt_neox", "rotary_pct"): "a config.json key GPTNeoXConfig moves into rope_parameters as partial_rotary_factor "
                                 "(default 0.25); checked in tests/catalog/test_parallel_block_params.py",
 }
@@ -101,7 +105,7 @@ _FAMILY: dict[str, dict[str, Any]] = {
 }
 # hybrid / state-space families have their own sparse and varied configs in tests/catalog/test_hybrid_params.py
 _TYPES = [t for t in SUPPORTED_MODEL_TYPES
-          if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4", "gemma3n",
+          if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mllama", "llama4", "gemma3n",
                        "gemma3n_text")
           and t not in HYBRID_TYPES
           and t not in ("t5", "mt5")]  # T5 keys (d_model, num_layers, ...): tests/catalog/test_t5_params.py

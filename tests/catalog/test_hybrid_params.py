@@ -20,6 +20,8 @@ from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import TINY_FALCON_H1 as _FALCON_H1
 from oracle_utils import TINY_JAMBA as _JAMBA
 from oracle_utils import TINY_NEMOTRON_H as _NEMOTRON_H
+from oracle_utils import TINY_QWEN3_5 as _QWEN3_5
+from oracle_utils import TINY_QWEN3_5_MOE as _QWEN3_5_MOE
 from oracle_utils import TINY_QWEN3_NEXT as _QWEN3_NEXT
 from oracle_utils import assert_params_equal, build, transformers
 
@@ -43,6 +45,19 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("qwen3_next-layer_types", {**_QWEN3_NEXT, "layer_types": ["full_attention", "linear_attention",
                                                                "linear_attention", "full_attention"]}),
     ("qwen3_next-no-experts", {**_QWEN3_NEXT, "num_experts": 0, "tie_word_embeddings": True}),
+    # Qwen3.5 / Qwen3.6: the language model in text_config, a vision tower beside it
+    ("qwen3_5", _QWEN3_5),
+    ("qwen3_5-interval-2-tied", {**_QWEN3_5, "tie_word_embeddings": True,
+                                 "text_config": {**_QWEN3_5["text_config"], "full_attention_interval": 2,
+                                                 "attention_bias": True}}),
+    ("qwen3_5-layer_types", {**_QWEN3_5, "text_config": {**_QWEN3_5["text_config"], "layer_types": [
+        "full_attention", "linear_attention", "linear_attention", "full_attention"]}}),
+    ("qwen3_5_moe", _QWEN3_5_MOE),
+    # Qwen3_5MoeTextConfig deletes mlp_only_layers / decoder_sparse_step: every layer stays sparse
+    ("qwen3_5_moe-ignored-dense-keys", {**_QWEN3_5_MOE, "text_config": {**_QWEN3_5_MOE["text_config"],
+                                                                        "mlp_only_layers": [1],
+                                                                        "decoder_sparse_step": 2,
+                                                                        "intermediate_size": 4096}}),
     ("jamba", _JAMBA),
     ("jamba-dense", {**_JAMBA, "num_experts": 1}),
     ("jamba-biases", {**_JAMBA, "mamba_proj_bias": True, "mamba_conv_bias": False, "mamba_dt_rank": 3}),
@@ -76,6 +91,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 def _real_schedule(model: Any) -> tuple[tuple[bool, ...], tuple[bool, ...], tuple[bool, ...]]:
     """(attention, recurrent mixer, MoE) per decoder layer, from the modules each layer holds."""
     base = model.model if hasattr(model, "model") else model.backbone
+    base = getattr(base, "language_model", base)  # a multimodal model's decoder (Qwen3.5)
     attn, rec, moe = [], [], []
     for layer in base.layers:
         names = {type(m).__name__ for m in layer.modules()}
@@ -106,7 +122,9 @@ def test_tiny_config_builds_the_model_transformers_builds(label, cfg):
                                         "mamba2", "llama4_text"])
 def test_full_size_class_default_config(model_type):
     """The configuration class's defaults, saved as transformers saves a config.json (``to_dict``): a full-size model
-    (Qwen3NextConfig: 48 layers, 512 experts, 80B)."""
+    (Qwen3NextConfig: 48 layers, 512 experts, 80B). Not Qwen3.5: Qwen3_5Config's defaults pair a 4096-wide text
+    model with a vision tower of out_hidden_size 3584, which the reader refuses (the merger's output could not
+    enter the decoder); the four full-size catalog rows are built in tests/catalog/test_params_match_transformers.py."""
     _check(_full_size(model_type))
 
 
@@ -137,6 +155,8 @@ def test_qwen3_next_class_default_is_the_80b_model():
     ({**_MAMBA2, "num_heads": 7}, InputError),
     ({**_JAMBA, "mamba_dt_rank": "wide"}, ModelFileError),
     ({**_QWEN3_NEXT, "linear_num_key_heads": 3}, InputError),
+    ({**_QWEN3_5, "text_config": {**_QWEN3_5["text_config"], "mamba_ssm_dtype": "int3"}}, ModelFileError),
+    ({**_QWEN3_5, "vision_config": {**_QWEN3_5["vision_config"], "out_hidden_size": 32}}, ModelFileError),
     ({**_QWEN3_NEXT, "full_attention_interval": 0}, InputError),
 ])
 def test_bad_hybrid_config_is_one_clear_error(cfg, err):

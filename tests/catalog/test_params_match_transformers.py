@@ -94,6 +94,10 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
                                                        "experts + the shared one, embedding in; the same page says 5 "
                                                        "experts) and 3,227,751,872 without the input embedding: "
                                                        "neither within the rounding of '3.5B'",
+    ("qwen3.5-35b-a3b", "active"): "transformers' model page '3B active' vs 3,901,560,176 built (8 of 256 experts + "
+                                   "the shared one, 10 attention + 30 Gated DeltaNet layers, embedding, lm_head and "
+                                   "the 446,571,248-parameter vision tower); only 2,946,429,568 without the vision tower "
+                                   "and the input embedding falls within the rounding of '3B'",
     ("qwen3-next-80b-a3b-thinking", "active"): "card '3B activated' vs 3,874,929,408 built (10 of 512 experts + the "
                                                "shared one, 12 attention + 36 Gated DeltaNet layers, embedding and "
                                                "lm_head); 3,563,764,480 without the input embedding: only 3,252,599,552 "

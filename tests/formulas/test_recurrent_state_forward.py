@@ -17,19 +17,29 @@ import pytest
 
 from llmsizer import estimate_inference
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import HYBRID_TINY as TINY
-from oracle_utils import build, cache_storage_bytes, torch, transformers
+from oracle_utils import (
+    HYBRID_TINY,
+    TINY_QWEN3_5,
+    TINY_QWEN3_5_MOE,
+    build,
+    cache_storage_bytes,
+    text_config,
+    torch,
+    transformers,
+)
 
 pytestmark = pytest.mark.slow
 
 BATCH, PROMPT = 2, 7
+# Qwen3.5 / Qwen3.6: Qwen3-Next's decoder inside a multimodal config (text_config + vision_config)
+TINY = {**HYBRID_TINY, "qwen3_5": TINY_QWEN3_5, "qwen3_5_moe": TINY_QWEN3_5_MOE}
 
 
 def _measure(cfg: dict[str, Any], dtype: Any) -> tuple[int, int]:
     """(state bytes, KV bytes) held by the cache after a prefill of PROMPT tokens and one decode step."""
     model = build(cfg, device="cpu", dtype=dtype)
     gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, cfg["vocab_size"], (BATCH, PROMPT), generator=gen)
+    ids = torch.randint(0, text_config(cfg)["vocab_size"], (BATCH, PROMPT), generator=gen)
     with torch.no_grad():
         cache = model(input_ids=ids, use_cache=True).past_key_values
         cache = model(input_ids=ids[:, :1], cache=cache, use_cache=True).past_key_values
@@ -81,6 +91,28 @@ def test_vllm_qwen3_next_state_page_and_hybrid_block_follow_its_source():
     assert per_seq == 36 * block * kv_token_layer  # 36 Gated DeltaNet layers, one padded page each
     assert est.details["recurrent_state_needed_bytes"] == 3 * per_seq
     assert est.details["kv_needed_bytes"] == 3 * 12 * math.ceil(32768 / block) * block * kv_token_layer
+
+
+def test_vllm_qwen3_5_keeps_its_ssm_state_in_the_configs_mamba_ssm_dtype():
+    """Qwen3.5-35B-A3B (catalog row, bf16): vLLM's Qwen3_5ForConditionalGenerationConfig sets mamba_ssm_cache_dtype
+    'auto' to the text config's mamba_ssm_dtype, float32 (vllm 0.19.1 / 0.34.0 model_executor/models/config.py):
+    the conv state (conv_dim, conv_kernel - 1) in bf16, the temporal state (num_v_heads, head_v_dim, head_k_dim) in
+    fp32; the attention block = 16 x ceil(page / (16 x KV bytes per token and layer))."""
+    conv = (128 * 16 * 2 + 128 * 32) * (4 - 1) * 2
+    temporal = 32 * 128 * 128 * 4
+    kv_token_layer = 2 * 2 * 256 * 2  # K and V, 2 KV heads, head_dim 256, bf16
+    block = 16 * math.ceil((conv + temporal) / (16 * kv_token_layer))
+    est = estimate_inference("qwen3.5-35b-a3b", engine="vllm", context=32768, concurrency=3, memory=141 * 2**30)
+    assert est.details["hybrid_block_size"] == block == 1056
+    assert est.details["recurrent_state_bytes_per_sequence"] == 30 * block * kv_token_layer  # one padded page each
+    # without the key: the model dtype, as Qwen3-Next
+    from llmsizer.catalog.models import entries
+
+    cfg = entries()["qwen3.5-35b-a3b"].config
+    bare = {**cfg, "text_config": {k: v for k, v in cfg["text_config"].items() if k != "mamba_ssm_dtype"}}
+    est = estimate_inference(spec_from_config(bare, name="q"), engine="vllm", context=32768, concurrency=3,
+                             memory=141 * 2**30)
+    assert est.details["hybrid_block_size"] == 16 * math.ceil((conv + temporal // 2) / (16 * kv_token_layer))
 
 
 def test_vllm_nemotron_h_keeps_its_ssm_state_in_fp32():
@@ -181,6 +213,33 @@ def test_catalog_hybrid_row_state_and_kv_equal_a_real_forward_of_one_period(name
     periods, rest = divmod(entry.config["num_hidden_layers"], period)
     assert rest == 0
     cfg = {**entry.config, **shrink, "num_hidden_layers": period}
+    measured_state, measured_kv = _measure(cfg, torch.bfloat16)
+    est = estimate_inference(name, engine="transformers", context=PROMPT + 1, output_tokens=0, concurrency=BATCH,
+                             device="cpu")
+    assert est.item("recurrent_state").bytes == periods * measured_state
+    assert est.item("kv_cache").bytes == periods * measured_kv
+
+
+# Qwen3.5 catalog rows (the language model in text_config): one period of 4 layers (3 Gated DeltaNet + 1 gated
+# attention, layer_types cut to it) with every key the cache tensors depend on kept (linear and attention heads and
+# head dims, conv kernel); hidden size, FFN / experts, vocabulary and the vision tower shrunk (no cache tensor has
+# them in its shape). The row's estimate must be the measured period's bytes times the number of periods.
+_QWEN3_5_VISION_SHRINK = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64}
+
+
+@pytest.mark.parametrize("name", ["qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b"])
+def test_catalog_qwen3_5_row_state_and_kv_equal_a_real_forward_of_one_period(name):
+    from llmsizer.catalog.models import entries
+
+    entry = entries()[name]
+    text = entry.config["text_config"]
+    period = text["full_attention_interval"]
+    periods, rest = divmod(text["num_hidden_layers"], period)
+    assert rest == 0 and text["layer_types"] == text["layer_types"][:period] * periods
+    shrink = {k: v for k, v in _SHRINK.items() if k in text}
+    cfg = {**entry.config, "text_config": {**text, **shrink, "num_hidden_layers": period,
+                                           "layer_types": text["layer_types"][:period]},
+           "vision_config": {**entry.config["vision_config"], **_QWEN3_5_VISION_SHRINK}}
     measured_state, measured_kv = _measure(cfg, torch.bfloat16)
     est = estimate_inference(name, engine="transformers", context=PROMPT + 1, output_tokens=0, concurrency=BATCH,
                              device="cpu")

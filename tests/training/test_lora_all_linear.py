@@ -16,7 +16,15 @@ import pytest
 from llmsizer.errors import InputError
 from llmsizer.formulas.lora import lora_params
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import HYBRID_TINY, TINY_CONFIGS, TINY_GEMMA3_TEXT, TINY_SIGLIP_VISION, build
+from oracle_utils import (
+    HYBRID_TINY,
+    TINY_CONFIGS,
+    TINY_GEMMA3_TEXT,
+    TINY_QWEN3_5,
+    TINY_QWEN3_5_MOE,
+    TINY_SIGLIP_VISION,
+    build,
+)
 
 peft = pytest.importorskip("peft")
 
@@ -26,6 +34,9 @@ _Q25_VISION = {"model_type": "qwen2_5_vl", "depth": 2, "hidden_size": 32, "inter
 MULTIMODAL = {
     "gemma3-siglip": {"model_type": "gemma3", "text_config": TINY_GEMMA3_TEXT, "vision_config": TINY_SIGLIP_VISION,
                       "mm_tokens_per_image": 4},
+    # Qwen3.5: in_proj_qkv + in_proj_z and in_proj_b + in_proj_a, two adapters each (RecurrentSpec.split_in_proj);
+    # the MoE router an nn.Parameter (lora.PARAMETER_ROUTERS)
+    "qwen3.5": TINY_QWEN3_5, "qwen3.5-moe": TINY_QWEN3_5_MOE,
     "qwen2.5-vl": {"model_type": "qwen2_5_vl", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                    "vision_config": _Q25_VISION},

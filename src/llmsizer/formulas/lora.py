@@ -102,8 +102,10 @@ PEFT_EXPERT_CONVERSION = frozenset({
 # model types whose MoE router is an nn.Parameter, not an nn.Linear, so 'all-linear' leaves it alone
 # (transformers v5.24.0 modeling_gpt_oss.py GptOssTopKRouter line 123, modeling_qwen2_moe.py Qwen2MoeTopKRouter
 # line 318, modeling_jamba.py JambaTopKRouter line 692, modeling_granitemoehybrid.py GraniteMoeHybridTopKRouter
-# line 832, modeling_qwen3_vl_moe.py Qwen3VLMoeTextTopKRouter line 159: ``self.weight = nn.Parameter(...)``)
-PARAMETER_ROUTERS = frozenset({"gpt_oss", "qwen2_moe", "jamba", "granitemoehybrid", "qwen3_vl_moe", "qwen3_vl_moe_text"})
+# line 832, modeling_qwen3_vl_moe.py Qwen3VLMoeTextTopKRouter line 159, modeling_qwen3_5_moe.py Qwen3_5MoeTopKRouter
+# line 900: ``self.weight = nn.Parameter(...)``)
+PARAMETER_ROUTERS = frozenset({"gpt_oss", "qwen2_moe", "jamba", "granitemoehybrid", "qwen3_vl_moe", "qwen3_vl_moe_text",
+                               "qwen3_5_moe_text"})
 # model types on which PEFT refuses LoRA on a Mamba layer's out_proj and conv1d, so on 'all-linear' (peft 0.21.2
 # tuners/tuners_utils.py ``_check_lora_target_modules_mamba``, lines 145-165: ``mamba_model_types``)
 PEFT_MAMBA_REFUSED = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"})

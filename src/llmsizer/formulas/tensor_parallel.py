@@ -308,6 +308,10 @@ TRANSFORMERS_SPLIT: dict[str, frozenset[str]] = {
     "glm4_moe": _DENSE | _EXPERTS | _SHEXP,
     # Gated DeltaNet in_proj_qkvz / in_proj_ba / out_proj: colwise_gather_output
     "qwen3_next": _DENSE | _EXPERTS | _SHEXP | {"ssm_in", "ssm_ba", "ssm_out"},
+    # Qwen3.5: in_proj_qkv + in_proj_z (ssm_in), in_proj_b + in_proj_a (ssm_ba), out_proj: colwise_gather_output
+    # (configuration_qwen3_5.py:58-72, configuration_qwen3_5_moe.py:58-75); the vision tower has no plan entry
+    "qwen3_5_text": _DENSE | {"ssm_in", "ssm_ba", "ssm_out"},
+    "qwen3_5_moe_text": _DENSE | _EXPERTS | _SHEXP | {"ssm_in", "ssm_ba", "ssm_out"},
     "deepseek_v2": _LM | _MLA | _MLP | _EXPERTS | _SHEXP,
     "deepseek_v32": _LM | (_MLA - {"attn_q"}) | _MLP | _EXPERTS | _SHEXP,
     "deepseek_v3": _LM | _MLP | _EXPERTS | _SHEXP,  # no attention entry: MLA whole on every rank
@@ -350,7 +354,7 @@ def transformers_split_roles(model_type: str) -> frozenset[str]:
 TRANSFORMERS_GATHERED: dict[str, frozenset[str]] = {
     "phi3": frozenset({"attn_q", "attn_k", "attn_v", "attn_q.bias", "attn_k.bias", "attn_v.bias", "ffn_gate",
                        "ffn_up", "ffn_gate.bias", "ffn_up.bias"}),
-    "qwen3_next": frozenset({"ssm_in", "ssm_ba", "ssm_out"}),
+    **dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), frozenset({"ssm_in", "ssm_ba", "ssm_out"})),
 }
 
 
@@ -419,20 +423,27 @@ def transformers_plan_collectives(spec: ModelSpec) -> tuple[PlanCollective, ...]
     out: list[PlanCollective] = []
     if "token_embd" in split:
         out.append(PlanCollective("all_reduce", spec.hidden_size, "token_embd", -1))
-    by_layer: dict[int, dict[str, int]] = {}  # layer -> role -> output rows (one tensor of a count)
+    # layer -> role -> each tensor's output rows (one tensor of a count; two of a role where the model builds two
+    # linears for it: Qwen3.5's in_proj_qkv + in_proj_z (ssm_in), in_proj_b + in_proj_a (ssm_ba), each gathered)
+    by_layer: dict[int, dict[str, list[int]]] = {}
     for t in model_tensors(spec):
         if 0 <= t.layer and len(t.shape) >= 2 and t.role in split:
-            by_layer.setdefault(t.layer, {})[t.role] = t.shape[0]
+            by_layer.setdefault(t.layer, {}).setdefault(t.role, []).append(t.shape[0])
     for layer in sorted(by_layer):
         rows = by_layer[layer]
-        modules: dict[frozenset[str], int] = {}  # a gathered module (fused parts one module) -> its output rows
+        modules: list[tuple[frozenset[str], int]] = []  # a gathered module (fused parts one module), its output rows
+        fused: dict[frozenset[str], int] = {}
         for role in sorted(rows.keys() & gathered):
-            module = next((g for g in _FUSED_MODULES if role in g), frozenset({role}))
-            modules[module] = modules.get(module, 0) + rows[role]
-        out += [PlanCollective("all_gather", n, "+".join(sorted(m)), layer) for m, n in modules.items()]
+            module = next((g for g in _FUSED_MODULES if role in g), None)
+            if module is None:
+                modules += [(frozenset({role}), n) for n in rows[role]]
+            else:
+                fused[module] = fused.get(module, 0) + sum(rows[role])
+        modules += list(fused.items())
+        out += [PlanCollective("all_gather", n, "+".join(sorted(m)), layer) for m, n in modules]
         for role in _ROWWISE_MODULES:
             if role in rows and role not in gathered:
-                out.append(PlanCollective("all_reduce", rows[role], role, layer))
+                out.append(PlanCollective("all_reduce", rows[role][0], role, layer))
         if rows.keys() & _EXPERT_MODULE:
             out.append(PlanCollective("all_reduce", spec.hidden_size, "experts", layer))
     if "output" in split:

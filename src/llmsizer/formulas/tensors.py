@@ -21,7 +21,9 @@ References per block:
   ``modeling_mamba2.py`` ``Mamba2Mixer`` and its copies in ``modeling_nemotron_h.py``, ``modeling_granitemoehybrid.py``,
   ``modeling_falcon_h1.py`` (in_proj to [z, xBC, dt], conv1d over xBC, dt_bias/A_log/D per head, gated RMSNorm,
   out_proj); Gated DeltaNet as ``modeling_qwen3_next.py`` ``Qwen3NextGatedDeltaNet`` (in_proj_qkvz, in_proj_ba,
-  conv1d over qkv, dt_bias/A_log per value head, gated RMSNorm over the value head, out_proj). Roles follow
+  conv1d over qkv, dt_bias/A_log per value head, gated RMSNorm over the value head, out_proj; Qwen3.5's
+  ``modular_qwen3_5.py`` ``Qwen3_5GatedDeltaNet`` splits in_proj_qkvz into in_proj_qkv + in_proj_z and in_proj_ba into
+  in_proj_b + in_proj_a: two tensors of the same role each, ``RecurrentSpec.split_in_proj``). Roles follow
   llama.cpp's ``LLM_TENSOR_SSM_*`` names.
 - Parallel-block families (``readers/hf_parallel.py``: Falcon, Phi, GPT-NeoX): the fused ``query_key_value`` is
   listed as its q, k and v parts (the same elements and bias), LayerNorms with bias, Phi's lm_head bias.
@@ -202,8 +204,14 @@ def _recurrent(spec: ModelSpec, i: int) -> list[Tensor]:
     out: list[Tensor] = []
     if r.kind == "gated_deltanet":
         key_dim = r.n_groups * r.d_state
-        out += _linear("ssm_in", c, 2 * key_dim + 2 * r.d_inner, h, i, False)  # in_proj_qkvz
-        out += _linear("ssm_ba", c, 2 * r.num_heads, h, i, False)  # in_proj_ba: beta and the decay input
+        if r.split_in_proj:  # Qwen3.5: in_proj_qkv + in_proj_z, in_proj_b + in_proj_a (same roles, two linears each)
+            out += _linear("ssm_in", c, 2 * key_dim + r.d_inner, h, i, False)
+            out += _linear("ssm_in", c, r.d_inner, h, i, False)
+            out += _linear("ssm_ba", c, r.num_heads, h, i, False)
+            out += _linear("ssm_ba", c, r.num_heads, h, i, False)
+        else:
+            out += _linear("ssm_in", c, 2 * key_dim + 2 * r.d_inner, h, i, False)  # in_proj_qkvz
+            out += _linear("ssm_ba", c, 2 * r.num_heads, h, i, False)  # in_proj_ba: beta and the decay input
         out.append(Tensor("ssm_conv1d", c, (conv, 1, r.d_conv), 1, i))
         out.append(Tensor("ssm_dt", c, (r.num_heads,), 1, i))
         out.append(Tensor("ssm_a", c, (r.num_heads,), 1, i))

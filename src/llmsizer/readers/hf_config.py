@@ -8,6 +8,7 @@ Supported ``model_type`` values are listed in :data:`SUPPORTED_MODEL_TYPES`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from importlib import resources
@@ -56,13 +57,19 @@ MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", 
              "qwen3_vl_moe_text"}  # qwen3_vl_moe_text: only as the language model of a qwen3_vl_moe config
 MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32"}
 # hybrid attention / state-space families: readers/hf_hybrid.py
-HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
+HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text",
+                "qwen3_5_text", "qwen3_5_moe_text"}  # qwen3_5*_text: only as the language model of a qwen3_5* config
 # multimodal configs: the language model in text_config (or, for Qwen2.5-VL, at the top level) + a vision_config
 # Qwen3-VL-MoE (Qwen3VLMoeTextModel): Qwen3-MoE's decoder (per-head q/k norms, routed experts without a shared
 # expert, mlp_only_layers / decoder_sparse_step) under Qwen3-VL's vision tower (models/qwen3_vl_moe/modeling_qwen3_vl_moe.py)
+# Qwen3.5 / Qwen3.6 (qwen3_5, qwen3_5_moe; transformers 5.24 models/qwen3_5/modular_qwen3_5.py,
+# models/qwen3_5_moe/modular_qwen3_5_moe.py): Qwen3-Next's hybrid decoder (readers/hf_hybrid.py) under Qwen3-VL's
+# vision tower without its deepstack mergers (Qwen3_5VisionModel.__init__ deletes them)
 MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text",
-              "qwen3_vl_moe": "qwen3_vl_moe_text"}
-QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe"}  # same vision tower (Qwen3VLVisionModel / Qwen3VLMoeVisionModel)
+              "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+# same vision tower (Qwen3VLVisionModel / Qwen3VLMoeVisionModel; Qwen3_5VisionModel / Qwen3_5MoeVisionModel subclass it)
+QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"}
+QWEN3_5_TYPES = {"qwen3_5", "qwen3_5_moe"}
 # Meta's Llama vision families, with their own towers and (mllama) cross-attention layers: readers/hf_llama_vision.py
 LLAMA_VISION = {"mllama", "llama4"}
 # Gemma 3n (per-layer inputs, AltUp, LAuReL, K/V-sharing layers): readers/hf_gemma3n.py
@@ -75,8 +82,8 @@ PARALLEL_TYPES = {"falcon", "phi", "gpt_neox", "stablelm"}
 # T5-style encoder-decoders (T5 / T5 v1.1 / T0, mT5 / mT0): readers/hf_t5.py
 ENCODER_DECODER_TYPES = {"t5", "mt5"}
 # language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
-TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
-SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
+TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text", "qwen3_5_text", "qwen3_5_moe_text"}
+SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES | HYBRID_TYPES) - TEXT_OF_MULTIMODAL)
                                      | {"gpt_bigcode", "gpt2"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | GEMMA4 | PARALLEL_TYPES
                                      | ENCODER_DECODER_TYPES))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
@@ -364,10 +371,14 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok", "experts_per_token"),
                       c.req("intermediate_size"), router_bias=True, expert_bias=True)
         return moe, (True,) * n_layers
-    if mt in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_vl_moe_text"):
-        step = c.get("decoder_sparse_step", 1) or 1
-        dense = {check_number(i, "mlp_only_layers entry", LAYER_INDEX, c.where)
-                 for i in c.layer_list("mlp_only_layers", n_layers) or []}
+    if mt in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_vl_moe_text", "qwen3_5_moe_text"):
+        # Qwen3_5MoeTextConfig deletes decoder_sparse_step and mlp_only_layers (``= AttributeError()``, and
+        # ``del self.mlp_only_layers`` in __post_init__) and Qwen3_5MoeDecoderLayer builds the sparse block on every
+        # layer (modular_qwen3_5_moe.py): a config.json's values of them are not read
+        qwen35 = mt == "qwen3_5_moe_text"
+        step = 1 if qwen35 else c.get("decoder_sparse_step", 1) or 1
+        dense = set() if qwen35 else {check_number(i, "mlp_only_layers entry", LAYER_INDEX, c.where)
+                                      for i in c.layer_list("mlp_only_layers", n_layers) or []}
         # transformers 5 saves Qwen3MoeConfig with 'num_local_experts'; published configs say 'num_experts'
         n_exp = c.req("num_local_experts") if ("num_local_experts" in c.cfg and "num_experts" not in c.cfg) \
             else c.req("num_experts")
@@ -464,7 +475,9 @@ def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: 
     projector = d + mlp
     deepstack, held, depth, window, windowed = 0, 0, v.req("depth"), 0, 0
     if qwen3:
-        stack = v.get("deepstack_visual_indexes") or []
+        # Qwen3.5: Qwen3_5VisionConfig deletes deepstack_visual_indexes and Qwen3_5VisionModel its mergers
+        # (modular_qwen3_5.py), whatever the published config.json lists
+        stack = [] if full_cfg.get("model_type") in QWEN3_5_TYPES else v.get("deepstack_visual_indexes") or []
         if not isinstance(stack, list):
             raise ModelFileError(f"{where}: vision_config.deepstack_visual_indexes must be a list")
         deepstack = len(stack)
@@ -579,8 +592,9 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         return t5_spec(cfg, name=name, where=where, source=source, published_params=published_params)
     if mt in HYBRID_TYPES:
         from .hf_hybrid import hybrid_spec  # same floor; hf_hybrid reuses this module's _Cfg and _moe
-        return hybrid_spec(cfg, mt, name=name, where=where, source=source, published_params=published_params,
-                           published_active_params=published_active_params)
+        hybrid = hybrid_spec(cfg, mt, name=name, where=where, source=source, published_params=published_params,
+                             published_active_params=published_active_params)
+        return hybrid if full_cfg is cfg else _with_qwen3_5_top(hybrid, full_cfg, where)
     c = _Cfg(cfg, mt, where)
     hidden = c.req("hidden_size")
     n_layers = c.req("num_hidden_layers")
@@ -662,6 +676,23 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         source=source, notes=tuple(c.used_defaults), **TRANSFORMERS_LAYOUT.get(mt, {}),
     )
     return spec
+
+
+def _with_qwen3_5_top(spec: ModelSpec, full_cfg: dict[str, Any], where: str) -> ModelSpec:
+    """A Qwen3.5 language model (``text_config``, read by readers/hf_hybrid.py) with what its multimodal config
+    holds at the top: the vision tower (``_qwen_vision``), Qwen3_5Config / Qwen3_5MoeConfig.tie_word_embeddings
+    (default False; text_config's flag is not forwarded, as Qwen3-VL's) and a top-level quantization_config."""
+    # the text config's tie_word_embeddings (or its class default) is not the one read
+    notes = [n for n in spec.notes if not n.startswith("tie_word_embeddings=")]
+    vision = _qwen_vision(full_cfg, spec.hidden_size, where, notes)
+    top = _Cfg(full_cfg, str(full_cfg.get("model_type")), where)
+    tie = bool(top.get("tie_word_embeddings"))
+    notes.extend(top.used_defaults)
+    quant = dict(spec.quantization) or full_cfg.get("quantization_config") or {}
+    if not isinstance(quant, dict):
+        raise ModelFileError(f"{where}: quantization_config must be an object")
+    return dataclasses.replace(spec, vision=vision, tie_word_embeddings=tie, quantization=tuple(sorted(quant.items())),
+                               notes=tuple(dict.fromkeys(notes)))
 
 
 def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | None) -> ModelSpec:

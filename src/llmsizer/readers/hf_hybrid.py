@@ -5,6 +5,16 @@ feed-forward block and an MoE block is the one its transformers (v5.24.0) config
 
 - ``qwen3_next`` (Qwen3NextConfig.__post_init__): ``layer_types`` or, absent, every ``full_attention_interval``-th
   layer (default 4) attends, the others are Gated DeltaNet; every layer has an MoE / dense MLP as Qwen2-MoE.
+- ``qwen3_5_text`` / ``qwen3_5_moe_text`` (Qwen3.5 / Qwen3.6's language model, the ``text_config`` of a
+  ``qwen3_5`` / ``qwen3_5_moe`` config; transformers 5.24 models/qwen3_5/modular_qwen3_5.py,
+  models/qwen3_5_moe/modular_qwen3_5_moe.py): Qwen3_5TextConfig subclasses Qwen3NextConfig, so the same schedule
+  (``layer_types``, else every ``full_attention_interval``-th layer attends); the attention is Qwen3NextAttention
+  (output gate, per-head q/k norms), the norms Qwen3NextRMSNorm. Qwen3_5GatedDeltaNet splits Qwen3-Next's
+  in_proj_qkvz into in_proj_qkv [2 Hk dk + Hv dv, H] + in_proj_z [Hv dv, H] and in_proj_ba into in_proj_b +
+  in_proj_a [Hv, H] each: the same elements. ``qwen3_5_text`` has a dense Qwen3_5MLP of ``intermediate_size`` on
+  every layer (no experts), ``qwen3_5_moe_text`` Qwen3-Next's sparse block (routed experts, shared expert and its
+  gate) on every layer (readers/hf_config.py ``_moe``). The rotary fraction is rope_parameters'
+  partial_rotary_factor, 0.25 when absent (Qwen3_5TextConfig.__post_init__ ``kwargs.setdefault``).
 - ``jamba`` (JambaConfig.layers_block_type / layers_num_experts): layer i attends when
   i % attn_layer_period == attn_layer_offset, else Mamba-1; MoE when i % expert_layer_period == expert_layer_offset.
 - ``falcon_h1`` (FalconH1DecoderLayer): every layer runs attention and Mamba-2 side by side, then an MLP.
@@ -140,7 +150,7 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         fields.update(num_heads=heads, num_kv_heads=heads, head_dim=hd, intermediate_size=0, norms_per_layer=1,
                       recurrent=rec, rope=False, layer_types=("none",) * n_layers, recurrent_layers=(True,) * n_layers,
                       ffn_layers=(False,) * n_layers)
-    elif mt == "qwen3_next":
+    elif mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
         kinds = _block_types(c, n_layers, {"linear_attention", "full_attention"})
         if not kinds:
             every = check_number(cfg.get("full_attention_interval", 4), "full_attention_interval", LAYERS, where)
@@ -149,13 +159,23 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         kh = c.req("linear_num_key_heads")
         if vh % kh:
             raise InputError(f"{where}: linear_num_value_heads ({vh}) must be a multiple of linear_num_key_heads ({kh})")
+        # vLLM's Qwen3_5ForConditionalGenerationConfig.verify_and_update_config sets mamba_ssm_cache_dtype 'auto' to
+        # the text config's mamba_ssm_dtype (the published Qwen3.5 configs: float32; absent: the model dtype)
+        # (vllm 0.19.1 wheel model_executor/models/config.py L663-686, 0.34.0 L1293-1306, both Qwen3.5 classes
+        # mapped at L746-747 / L1604-1606); Qwen3-Next has no such hook
+        ssm_dtype = cfg.get("mamba_ssm_dtype") if mt != "qwen3_next" else None
+        if ssm_dtype not in (None, "float32", "bfloat16", "float16"):
+            raise ModelFileError(f"{where}: mamba_ssm_dtype must be float32, bfloat16 or float16, got {shown(ssm_dtype)}")
         rec = RecurrentSpec(kind="gated_deltanet", d_inner=vh * vd, d_state=c.req("linear_key_head_dim"),
-                            d_conv=c.req("linear_conv_kernel_dim"), num_heads=vh, n_groups=kh, conv_bias=False)
+                            d_conv=c.req("linear_conv_kernel_dim"), num_heads=vh, n_groups=kh, conv_bias=False,
+                            ssm_cache_dtype=ssm_dtype, split_in_proj=mt != "qwen3_next")
         moe, moe_layers = _moe(c, n_layers, hidden)
         heads = c.req("num_attention_heads")
         bias = bool(c.get("attention_bias", False))
+        # Qwen3_5MoeTextConfig: ``intermediate_size = AttributeError()``, no dense MLP anywhere
+        inter = 0 if mt == "qwen3_5_moe_text" else c.get("intermediate_size") or 0
         fields.update(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
-                      intermediate_size=c.get("intermediate_size") or 0, qk_norm="per_head",
+                      intermediate_size=inter, qk_norm="per_head",
                       attention_qkv_bias=bias, attention_out_bias=bias, attention_output_gate=True,
                       rotary_dim=rotary_dim_of(c, c.req("head_dim")),  # partial_rotary_factor 0.25
                       # Qwen3NextRMSNorm (modeling_qwen3_next.py lines 135-140): ``(x * (1 + w)).to(dtype)`` keeps

@@ -122,10 +122,14 @@ class RecurrentSpec:
     out_proj_bias: bool = False
     gated_norm: bool = True  # mamba2: RMSNormGated over d_inner; gated_deltanet: over head_dim
     bcdt_norms: bool = False  # Jamba: RMSNorms on dt, B and C
-    ssm_cache_dtype: str | None = None  # the config's mamba_ssm_cache_dtype (vLLM honours it for Nemotron-H)
+    # the config's mamba_ssm_cache_dtype (Nemotron-H) / mamba_ssm_dtype (Qwen3.5), which vLLM honours for those
+    ssm_cache_dtype: str | None = None
     chunk_size: int = 256  # mamba2: the SSD chunk length of the chunked scan (config chunk_size / mamba_chunk_size)
     # Falcon-H1: the in_proj output is multiplied by the mup_vector buffer (modeling_falcon_h1.py line 690)
     in_proj_multiplier: bool = False
+    # gated_deltanet: Qwen3.5's Qwen3_5GatedDeltaNet keeps Qwen3-Next's in_proj_qkvz as in_proj_qkv + in_proj_z and
+    # in_proj_ba as in_proj_b + in_proj_a (modular_qwen3_5.py): two nn.Linear each, the same elements
+    split_in_proj: bool = False
 
     @property
     def head_dim(self) -> int:

@@ -304,9 +304,12 @@ SWA_KV_POOL: dict[str, tuple[str, str]] = {
 # Mamba-2 and Mamba are in neither list: the strategy stays "auto", no extra buffer (model_override_base.py:
 # 260-265 mamba_extra_buffer_of), 3 slots. (Jamba is in neither because SGLang 0.5.23 has no Jamba model: refused,
 # model_warnings.ENGINE_LACKS_MODEL.)
+# Qwen3.5 / Qwen3.6 (their config's architectures: Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)
+# are in both lists (:377-380, :406-407).
 SGLANG_MAMBA_EXTRA_BUFFER: dict[str, str] = {
     "qwen3_next": "Qwen3NextForCausalLM", "nemotron_h": "NemotronHForCausalLM", "falcon_h1": "FalconH1ForCausalLM",
-    "granitemoehybrid": "GraniteMoeHybridForCausalLM"}
+    "granitemoehybrid": "GraniteMoeHybridForCausalLM", "qwen3_5_text": "Qwen3_5ForConditionalGeneration",
+    "qwen3_5_moe_text": "Qwen3_5MoeForConditionalGeneration"}
 
 
 def mamba_state_slots(strategy: str, overlap: bool = True, radix: bool = True) -> int:
