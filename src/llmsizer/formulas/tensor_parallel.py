@@ -306,6 +306,7 @@ TRANSFORMERS_SPLIT: dict[str, frozenset[str]] = {
     "mixtral": _LM | _ATTN | _EXPERTS,
     **dict.fromkeys(("qwen3_moe", "qwen3_vl_moe_text"), _DENSE | _EXPERTS),
     "glm4_moe": _DENSE | _EXPERTS | _SHEXP,
+    "minimax_m2": _LM | _ATTN | _EXPERTS,
     # Gated DeltaNet in_proj_qkvz / in_proj_ba / out_proj: colwise_gather_output
     "qwen3_next": _DENSE | _EXPERTS | _SHEXP | {"ssm_in", "ssm_ba", "ssm_out"},
     "deepseek_v2": _LM | _MLA | _MLP | _EXPERTS | _SHEXP,
@@ -351,6 +352,9 @@ TRANSFORMERS_GATHERED: dict[str, frozenset[str]] = {
     "phi3": frozenset({"attn_q", "attn_k", "attn_v", "attn_q.bias", "attn_k.bias", "attn_v.bias", "ffn_gate",
                        "ffn_up", "ffn_gate.bias", "ffn_up.bias"}),
     "qwen3_next": frozenset({"ssm_in", "ssm_ba", "ssm_out"}),
+    # MiniMax-M2's q_proj / k_proj / v_proj, three modules (configuration_minimax_m2.py base_model_tp_plan): its q/k
+    # RMSNorm runs over all heads at once (modeling_minimax_m2.py L292-308), so the plan gathers the projections
+    "minimax_m2": frozenset({"attn_q", "attn_k", "attn_v"}),
 }
 
 
@@ -427,7 +431,8 @@ def transformers_plan_collectives(spec: ModelSpec) -> tuple[PlanCollective, ...]
         rows = by_layer[layer]
         modules: dict[frozenset[str], int] = {}  # a gathered module (fused parts one module) -> its output rows
         for role in sorted(rows.keys() & gathered):
-            module = next((g for g in _FUSED_MODULES if role in g), frozenset({role}))
+            fused = (spec.fused_qkv, spec.fused_gate_up)  # one module only where the model fuses them
+            module = next((g for g, f in zip(_FUSED_MODULES, fused, strict=True) if f and role in g), frozenset({role}))
             modules[module] = modules.get(module, 0) + rows[role]
         out += [PlanCollective("all_gather", n, "+".join(sorted(m)), layer) for m, n in modules.items()]
         for role in _ROWWISE_MODULES:
@@ -725,7 +730,7 @@ def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: 
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += b
             comps[t.component] = comps.get(t.component, 0) + b
-    bias = correction_bias_bytes(spec, engine)  # the router's fp32 buffer, whole on every rank (weight_formats.py)
+    bias = correction_bias_bytes(spec, engine, other_bytes)  # the router's buffer, whole on every rank (weight_formats.py)
     if bias:
         for i, moe in enumerate(spec.moe_layers):
             if moe:
