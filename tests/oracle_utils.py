@@ -356,6 +356,12 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                               "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
                               "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
                               "n_shared_experts": 2, "first_k_dense_replace": 1, "topk_method": "greedy"},
+    # MiniMax-M2: rotary on half of each head (the published rotary_dim 64 of 128), q/k RMSNorm over all heads at once,
+    # sigmoid router with the score-correction bias, every layer MoE
+    "minimax-m2": {**_BASE, "model_type": "minimax_m2", "num_hidden_layers": 2, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 16, "rotary_dim": 8, "num_local_experts": 4,
+                   "num_experts_per_tok": 2, "intermediate_size": 32, "use_routing_bias": True, "use_qk_norm": True,
+                   "qk_norm_type": "per_layer"},
     "gpt-bigcode-mqa": {"model_type": "gpt_bigcode", "vocab_size": 128, "n_embd": 64, "n_layer": 2, "n_head": 4,
                         "n_positions": 512, "multi_query": True},
     # GPT-2 (readers/hf_config.py _gpt2): Conv1D c_attn / c_proj / c_fc with biases, learned positions, lm_head tied,

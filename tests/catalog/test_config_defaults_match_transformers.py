@@ -101,6 +101,9 @@ _FAMILY: dict[str, dict[str, Any]] = {
     "glm4_moe": {"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
                  "num_key_value_heads": 8},
     "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 8, "intermediate_size": 32},
+    # the published MiniMax-M2.x configs: rotary_dim half the head, the routing bias, q/k norms over all heads
+    "minimax_m2": {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 8, "rotary_dim": 4,
+                   "use_routing_bias": True, "use_qk_norm": True, "qk_norm_type": "per_layer"},
     "phi3": {"pad_token_id": 0},
 }
 # hybrid / state-space families have their own sparse and varied configs in tests/catalog/test_hybrid_params.py

@@ -6,7 +6,9 @@ Independent truth: transformers 5.24's own model classes built on the meta devic
 each at its own element size, after ``_keep_in_fp32_modules_strict``), and for the serving engines the bytes written
 from the cited lines: vllm 0.19.1 models/deepseek_v2.py:268-273 (``topk_method == "noaux_tc"`` only),
 glm4_moe.py:149-151, nemotron_h.py:159-161; sglang 0.5.6 models/deepseek_v2.py:526-538, glm4_moe.py:335-337,
-nemotron_h.py:149-151: ``nn.Parameter(torch.empty(config.n_routed_experts, dtype=torch.float32))``.
+nemotron_h.py:149-151: ``nn.Parameter(torch.empty(config.n_routed_experts, dtype=torch.float32))``; MiniMax-M2 where
+config.use_routing_bias: vllm 0.19.1 models/minimax_m2.py:88-97, sglang 0.5.23 models/minimax_m2.py:525-534 (fp32
+[num_local_experts]). transformers builds MiniMax-M2's in the load dtype (modeling_minimax_m2.py L114).
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ _GLM4_MOE = {"model_type": "glm4_moe", "vocab_size": 128, "hidden_size": 64, "in
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("deepseek_v3", TINY_CONFIGS["deepseek-v3-mla"]), ("deepseek_v32", TINY_CONFIGS["deepseek-v32-dsa"]),
     ("glm4_moe", _GLM4_MOE), ("nemotron_h", TINY_NEMOTRON_H), ("deepseek_v2", TINY_CONFIGS["deepseek-v2-no-q-lora"]),
+    ("minimax_m2", TINY_CONFIGS["minimax-m2"]),
 ]
+# the bias's bytes per element in a bf16 load: fp32 where the class lists it in _keep_in_fp32_modules_strict, else the
+# load dtype (MiniMax-M2: modeling_minimax_m2.py L114, no fp32 list)
+_ELEMENT = {"minimax_m2": 2}
 
 
 @pytest.mark.slow
@@ -50,8 +56,9 @@ def test_transformers_weights_hold_the_buffer_as_the_model_class_does(name: str,
     moe = spec.moe
     assert moe is not None
     n_moe = sum(spec.moe_layers)
-    assert bias == (0 if name == "deepseek_v2" else n_moe * moe.num_experts * 4)
-    assert all(b.dtype == torch.float32 for b in buffers.values())
+    element = _ELEMENT.get(name, 4)
+    assert bias == (0 if name == "deepseek_v2" else n_moe * moe.num_experts * element)
+    assert all(b.element_size() == element for b in buffers.values())
     # the parameters alone are still the parameter count's (the bias is no parameter)
     assert wb.total - bias == weight_bytes(spec, "bf16", 128, 2, False, None).total + sum(
         p.numel() * 2 for n, p in params.items() if p.dtype == torch.float32)
@@ -59,7 +66,8 @@ def test_transformers_weights_hold_the_buffer_as_the_model_class_does(name: str,
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 @pytest.mark.parametrize(("model", "extra"), [("deepseek-v3", 58 * 256 * 4), ("deepseek-v2-lite", 0),
-                                              ("glm-4.5", 89 * 160 * 4), ("kimi-k2-instruct", 60 * 384 * 4)])
+                                              ("glm-4.5", 89 * 160 * 4), ("kimi-k2-instruct", 60 * 384 * 4),
+                                              ("minimax-m2.7", 62 * 256 * 4)])
 def test_serving_engines_allocate_it_where_the_config_routes_with_it(engine: str, model: str, extra: int) -> None:
     """DeepSeek-V3 (config.json topk_method 'noaux_tc', n_routed_experts 256, first_k_dense_replace 3 of 61 layers):
     58 x 256 x 4 B = 59,392 B beside its parameters, on every tensor-parallel rank (a whole parameter, no TP split);

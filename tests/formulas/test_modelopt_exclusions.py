@@ -175,3 +175,35 @@ def test_the_deepseek_v3_1_release_is_sized_as_vllm_holds_it() -> None:
     # the same model with every MLA projection in NVFP4 (the bf16 entry sized --weights nvfp4): 6.1 GB less
     all_fp4 = estimate_inference("deepseek-v3.1", engine="vllm", weights="nvfp4", memory=600 * 2**30)
     assert all_fp4.item("weights").bytes == _deepseek_v3_nvfp4(entry["config"], bf16_mla=False)
+
+
+def _minimax_m2_nvfp4(c: dict[str, Any], bf16_attention: bool) -> int:
+    """Every tensor vLLM 0.19.1 holds for a MiniMax-M2 NVFP4 checkpoint (models/minimax_m2.py), from the config's
+    numbers: self_attn.qkv_proj [(q + 2 kv), H] and o_proj (:182-198) bf16 (``bf16_attention``) or NVFP4; q_norm /
+    k_norm over all heads (:221-226); the FusedMoE of num_local_experts (:99-110, ``mlp.experts``) in NVFP4; the router
+    ``mlp.gate`` [E, H] and the e_score_correction_bias [E], both fp32 (:88-97, :113-120); two layer norms."""
+    h, hd, e, i = c["hidden_size"], c["head_dim"], c["num_local_experts"], c["intermediate_size"]
+    q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+    attn = ((q + 2 * kv) * h + h * q) * BF16 if bf16_attention else _linear(q + 2 * kv, h, shards=3) + _linear(h, q)
+    moe = (e * 2 * i * (h // 2) + e * 2 * i * (h // 16) + 4 * e * FP32  # w13, its scales and scalars
+           + e * h * (i // 2) + e * h * (i // 16) + 2 * e * FP32  # w2
+           + e * h * FP32 + e * FP32)  # router weight, e_score_correction_bias
+    per_layer = attn + (q + kv) * BF16 + moe + 2 * h * BF16
+    return c["num_hidden_layers"] * per_layer + (2 * c["vocab_size"] * h + h) * BF16
+
+
+def test_the_minimax_m2_7_release_is_sized_as_vllm_holds_it() -> None:
+    """nvidia/MiniMax-M2.7-NVFP4 lists lm_head, every router and model.layers.N.self_attn* (all 62 layers): vLLM's
+    fnmatch keeps each layer's qkv_proj and o_proj bf16; its routers and experts sit at mlp.* in vLLM (the
+    checkpoint's block_sparse_moe is built with the prefix mlp), so the block_sparse_moe.gate entries match nothing
+    and the experts stay NVFP4."""
+    entry = _entry("nvidia-minimax-m2.7-nvfp4")
+    listed = entry["config"]["quantization_config"]["ignore"]
+    assert len(listed) == 1 + 2 * 62 and "model.layers.61.self_attn*" in listed
+    spec = find_spec("nvidia/MiniMax-M2.7-NVFP4")
+    assert stored_format(spec)[:2] == ("nvfp4", 16)
+    est = estimate_inference(spec, engine="vllm", memory=600 * 2**30)
+    assert est.item("weights").bytes == _minimax_m2_nvfp4(entry["config"], bf16_attention=True)
+    # the bf16 release sized --weights nvfp4: every attention projection in NVFP4
+    all_fp4 = estimate_inference("minimax-m2.7", engine="vllm", weights="nvfp4", memory=600 * 2**30)
+    assert all_fp4.item("weights").bytes == _minimax_m2_nvfp4(entry["config"], bf16_attention=False)

@@ -97,6 +97,8 @@ TINY: dict[str, dict[str, Any]] = {
                     layer_types=["sliding_attention", "full_attention"]),
     "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
     "qwen3_moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32),
+    # q/k/v colwise_gather_output (three gathers a layer), o_proj rowwise_split_input
+    "minimax_m2": dict(num_local_experts=4, num_experts_per_tok=2, head_dim=16, rotary_dim=8, use_routing_bias=True),
     "deepseek_v3": dict(n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1,
                         n_shared_experts=1, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
                         v_head_dim=16, n_group=1, topk_group=1, head_dim=8),

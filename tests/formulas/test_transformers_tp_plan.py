@@ -297,10 +297,11 @@ def _rank_shards(model_name: str, tp: int) -> dict[str, tuple[str, int, int]]:
         p = model.get_parameter(n)
         out[n] = (component_of(n), (p.to_local() if isinstance(p, DTensor) else p).numel(), _load_size(model, n))
     # the router's score-correction bias: a saved buffer, not a parameter, that each rank holds whole (the plan names
-    # no buffer) in fp32 and its router reads every token (as tests/formulas/test_tp_replicated_weights.py counts it)
+    # no buffer) in fp32 where the class keeps it so (``_load_size``; MiniMax-M2's in the bf16 load dtype) and its
+    # router reads every token (as tests/formulas/test_tp_replicated_weights.py counts it)
     for n, b in model.named_buffers():
         if n.endswith("e_score_correction_bias"):
-            out[n] = (ROUTER_BIAS, b.numel(), 4)
+            out[n] = (ROUTER_BIAS, b.numel(), _load_size(model, n))
     return out
 
 

@@ -57,9 +57,12 @@ from ..specs import ModelSpec
 from .tensors import model_tensors
 
 # model types whose vLLM module paths are model.layers.{i}.<the Hugging Face module name> (module docstring), with
-# the name of their shared-expert MLP (DeepSeek / GLM ``shared_experts``, Qwen-MoE ``shared_expert``)
+# the name of their shared-expert MLP (DeepSeek / GLM ``shared_experts``, Qwen-MoE ``shared_expert``). MiniMax-M2
+# (vllm 0.19.1 models/minimax_m2.py): its checkpoint's ``block_sparse_moe`` is built with the prefix ``mlp``
+# (:278-282), so its FusedMoE is ``mlp.experts`` (:99-110) and its router ``mlp.gate`` (:113-120, quant_config None);
+# ``self_attn.qkv_proj`` (:182-190, packed_modules_mapping :498-504) and ``self_attn.o_proj`` (:192-198)
 MODELOPT_FAMILIES: dict[str, str] = {
-    "llama": "", "mistral": "", "qwen2": "", "qwen3": "",
+    "llama": "", "mistral": "", "qwen2": "", "qwen3": "", "minimax_m2": "",
     "qwen2_moe": "shared_expert", "qwen3_moe": "shared_expert",
     "deepseek_v2": "shared_experts", "deepseek_v3": "shared_experts", "deepseek_v32": "shared_experts",
     "glm4_moe": "shared_experts", "glm_moe_dsa": "shared_experts",

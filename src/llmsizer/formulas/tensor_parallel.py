@@ -306,6 +306,7 @@ TRANSFORMERS_SPLIT: dict[str, frozenset[str]] = {
     "mixtral": _LM | _ATTN | _EXPERTS,
     **dict.fromkeys(("qwen3_moe", "qwen3_vl_moe_text"), _DENSE | _EXPERTS),
     "glm4_moe": _DENSE | _EXPERTS | _SHEXP,
+    "minimax_m2": _LM | _ATTN | _EXPERTS,
     # Gated DeltaNet in_proj_qkvz / in_proj_ba / out_proj: colwise_gather_output
     "qwen3_next": _DENSE | _EXPERTS | _SHEXP | {"ssm_in", "ssm_ba", "ssm_out"},
     # Qwen3.5: in_proj_qkv + in_proj_z (ssm_in), in_proj_b + in_proj_a (ssm_ba), out_proj: colwise_gather_output
@@ -355,6 +356,9 @@ TRANSFORMERS_GATHERED: dict[str, frozenset[str]] = {
     "phi3": frozenset({"attn_q", "attn_k", "attn_v", "attn_q.bias", "attn_k.bias", "attn_v.bias", "ffn_gate",
                        "ffn_up", "ffn_gate.bias", "ffn_up.bias"}),
     **dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), frozenset({"ssm_in", "ssm_ba", "ssm_out"})),
+    # MiniMax-M2's q_proj / k_proj / v_proj, three modules (configuration_minimax_m2.py base_model_tp_plan): its q/k
+    # RMSNorm runs over all heads at once (modeling_minimax_m2.py L292-308), so the plan gathers the projections
+    "minimax_m2": frozenset({"attn_q", "attn_k", "attn_v"}),
 }
 
 
@@ -434,7 +438,8 @@ def transformers_plan_collectives(spec: ModelSpec) -> tuple[PlanCollective, ...]
         modules: list[tuple[frozenset[str], int]] = []  # a gathered module (fused parts one module), its output rows
         fused: dict[frozenset[str], int] = {}
         for role in sorted(rows.keys() & gathered):
-            module = next((g for g in _FUSED_MODULES if role in g), None)
+            flags = (spec.fused_qkv, spec.fused_gate_up)  # one module only where the model fuses them
+            module = next((g for g, f in zip(_FUSED_MODULES, flags, strict=True) if f and role in g), None)
             if module is None:
                 modules += [(frozenset({role}), n) for n in rows[role]]
             else:
@@ -736,7 +741,7 @@ def replicated_matrix_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: 
             if 0 <= t.layer < spec.num_layers:
                 layers[t.layer] += b
             comps[t.component] = comps.get(t.component, 0) + b
-    bias = correction_bias_bytes(spec, engine)  # the router's fp32 buffer, whole on every rank (weight_formats.py)
+    bias = correction_bias_bytes(spec, engine, other_bytes)  # the router's buffer, whole on every rank (weight_formats.py)
     if bias:
         for i, moe in enumerate(spec.moe_layers):
             if moe:

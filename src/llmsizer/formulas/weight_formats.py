@@ -345,6 +345,13 @@ _TRANSFORMERS_FP32_ROUTER: dict[str, int | None] = {"ffn_gate_inp": 4}
 #   Nano). vLLM's is device-dependent: ``vllm_gate_fp32`` below.
 ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
     ("vllm", "glm4_moe"): {"ffn_gate_inp": 4},
+    # MiniMax-M2's router (``mlp.gate`` [num_local_experts, hidden]) on both serving engines: vllm 0.19.1 (PyPI wheel,
+    # sha256 71a87f46...) models/minimax_m2.py:113-120 and sglang 0.5.23 (PyPI wheel) models/minimax_m2.py:556-563
+    # ``self.gate = ReplicatedLinear(hidden_size, num_local_experts, bias=False, params_dtype=torch.float32,
+    # quant_config=None)``: fp32 whatever the checkpoint (its FP8 release keeps ``gate`` out of the FP8 layers,
+    # modules_to_not_convert). transformers 5.24 keeps it in the load dtype (MiniMaxM2TopKRouter, no
+    # _keep_in_fp32_modules_strict: modeling_minimax_m2.py L46-65)
+    **{(e, "minimax_m2"): {"ffn_gate_inp": 4} for e in ("vllm", "sglang")},
     **{("transformers", t): _TRANSFORMERS_FP32_ROUTER
        for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h")}}
 
@@ -368,17 +375,29 @@ ENGINE_MODEL_TENSOR_BYTES: dict[tuple[str, str], dict[str, int | None]] = {
 # Families vLLM 0.19.1 also builds the bias for, none in the catalog today (a config of these model types read with
 # --engine vllm gets 0 bytes here; add the type above with its dtype when one is catalogued), models/: fp32 in
 # AXK1.py:127, ernie45_moe.py:172, ernie45_vl_moe.py:226 ([2, E]), exaone_moe.py:95, lfm2_moe.py:142,
-# minimax_m2.py:90, openpangu.py:169, sarvam.py:311; the default dtype in dots1.py:141, kimi_linear.py:133; the
+# openpangu.py:169, sarvam.py:311; the default dtype in dots1.py:141, kimi_linear.py:133; the
 # router's dtype in longcat_flash.py:259 (fp32 where the config says router_dtype float32, :284-286) and mimo_v2_flash.py:156;
 # afmoe.py:143, bailing_moe.py:299 and step3p5.py:388 pass a bias parameter of their own to the router.
+# MiniMax-M2 (minimax_m2): vllm 0.19.1 models/minimax_m2.py:88-97 and sglang 0.5.23 models/minimax_m2.py:525-534
+#   ``nn.Parameter(torch.empty(config.num_local_experts, dtype=torch.float32))`` where config.use_routing_bias (the
+#   published configs: true), else None. transformers 5.24 builds it always but in the load dtype
+#   (``nn.Buffer(torch.zeros(config.num_local_experts))``, modeling_minimax_m2.py L114, in no fp32 list: bf16 at a
+#   bf16 load, 2 x 256 x 62 = 31,744 B for MiniMax-M2.x): ``CORRECTION_BIAS_IN_LOAD_DTYPE``.
 CORRECTION_BIAS_BYTES = 4  # fp32 on every engine above
+CORRECTION_BIAS_IN_LOAD_DTYPE = frozenset({("transformers", "minimax_m2")})
 _CORRECTION_BIAS_TYPES: dict[str, frozenset[str]] = {
-    "transformers": frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"}),
-    "vllm": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"}),
-    "sglang": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h"})}
+    "transformers": frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h", "minimax_m2"}),
+    "vllm": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h", "minimax_m2"}),
+    "sglang": frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "nemotron_h", "minimax_m2"})}
 
 
-def correction_bias_bytes(spec: ModelSpec, engine: str | None) -> int:
+def correction_bias_element_bytes(spec: ModelSpec, engine: str | None, load_bytes: int) -> int:
+    """Bytes per element of the score-correction bias ``engine`` builds for ``spec``: fp32 (4), or the load dtype's
+    ``load_bytes`` where the model class builds it in that dtype (``CORRECTION_BIAS_IN_LOAD_DTYPE``)."""
+    return load_bytes if (engine, spec.model_type) in CORRECTION_BIAS_IN_LOAD_DTYPE else CORRECTION_BIAS_BYTES
+
+
+def correction_bias_bytes(spec: ModelSpec, engine: str | None, load_bytes: int = OTHER_BYTES_DEFAULT) -> int:
     """Bytes of the router's score-correction bias ``engine`` allocates in each MoE layer of ``spec`` (0: none; the
     sources above): transformers by the model class alone (the buffer is built whatever the routing), vLLM and SGLang
     where the config routes with it (``MoESpec.score_correction_bias``). DeepSeek-V3 (256 routed experts, 58 MoE
@@ -388,7 +407,7 @@ def correction_bias_bytes(spec: ModelSpec, engine: str | None) -> int:
         return 0
     if engine != "transformers" and not moe.score_correction_bias:
         return 0
-    return CORRECTION_BIAS_BYTES * moe.num_experts
+    return correction_bias_element_bytes(spec, engine, load_bytes) * moe.num_experts
 
 
 # vLLM's GateLinear with ``force_fp32_compute`` (vllm 0.19.1 layers/fused_moe/router/gate_linear.py:45-55):
@@ -730,12 +749,12 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
             by_comp[comp] = by_comp.get(comp, 0) + b * len(blocks)
         for label, b in stores.items():
             by_store[label] = by_store.get(label, 0) + b * len(blocks)
-    bias = correction_bias_bytes(spec, engine)  # beside the parameters: the router's fp32 buffer per MoE layer
+    bias = correction_bias_bytes(spec, engine, other_bytes)  # beside the parameters: the router's buffer per MoE layer
     if bias:
         for i, moe in enumerate(spec.moe_layers):
             if moe:
                 layers[i] += bias
-                add("router", _STORAGE_LABEL[CORRECTION_BIAS_BYTES], bias)
+                add("router", _STORAGE_LABEL[correction_bias_element_bytes(spec, engine, other_bytes)], bias)
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")

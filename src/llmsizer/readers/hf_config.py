@@ -54,7 +54,7 @@ TRANSFORMERS_LAYOUT: dict[str, dict[str, Any]] = {
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2",
               "qwen2_5_vl_text", "qwen3_vl_text"}  # *_vl_text: only as the language model of a *_vl config
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss", "glm4_moe",
-             "qwen3_vl_moe_text"}  # qwen3_vl_moe_text: only as the language model of a qwen3_vl_moe config
+             "minimax_m2", "qwen3_vl_moe_text"}  # qwen3_vl_moe_text: only as the language model of a qwen3_vl_moe config
 MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32"}
 # hybrid attention / state-space families: readers/hf_hybrid.py
 HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text",
@@ -108,7 +108,7 @@ NUMERIC_KEYS: dict[str, Range] = {
     "hidden_size": WIDTH, "n_embd": WIDTH, "head_dim": WIDTH, "n_inner": WIDTH,
     "intermediate_size": WIDTH_OR_ZERO, "moe_intermediate_size": WIDTH, "shared_expert_intermediate_size": WIDTH_OR_ZERO,
     "kv_lora_rank": WIDTH, "q_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
-    "v_head_dim": WIDTH, "index_n_heads": HEADS, "index_head_dim": WIDTH,
+    "v_head_dim": WIDTH, "index_n_heads": HEADS, "index_head_dim": WIDTH, "rotary_dim": WIDTH,
     "vocab_size": VOCAB,
     "num_local_experts": EXPERTS, "num_experts": EXPERTS_OR_ZERO, "n_routed_experts": EXPERTS_OR_ZERO,
     "num_experts_per_tok": EXPERTS, "experts_per_token": EXPERTS, "n_shared_experts": EXPERTS_OR_ZERO,
@@ -366,6 +366,17 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
     mt = c.model_type
     if mt == "mixtral":
         moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok"), c.req("intermediate_size"))
+        return moe, (True,) * n_layers
+    if mt == "minimax_m2":
+        # MiniMaxM2SparseMoeBlock (transformers 5.24 models/minimax_m2/modeling_minimax_m2.py L107-125): every layer,
+        # num_local_experts SwiGLU experts of intermediate_size (MiniMaxM2Experts L68-77: gate_up_proj [E, 2I, H],
+        # down_proj [E, H, I]), no shared expert; the router MiniMaxM2TopKRouter (L46-65) a [E, H] weight without bias,
+        # its input cast to the weight's dtype (no fp32 upcast), sigmoid scores plus e_score_correction_bias for the
+        # choice (modular_minimax_m2.py L128-137). transformers builds that bias always (a buffer, L114); vLLM 0.19.1
+        # and SGLang 0.5.23 only where config.use_routing_bias (vllm models/minimax_m2.py:88-97, sglang
+        # models/minimax_m2.py:525-534): MoESpec.score_correction_bias reads that flag
+        moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok"), c.req("intermediate_size"),
+                      score_correction_bias=bool(c.get("use_routing_bias", False)), router_score="sigmoid")
         return moe, (True,) * n_layers
     if mt == "gpt_oss":
         moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok", "experts_per_token"),
@@ -625,6 +636,23 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text") else ("full" if mt == "olmo2" else "none")
     if mt == "glm4_moe" and c.get("use_qk_norm"):
         qk_norm = "per_head"  # Glm4MoeAttention: q_norm/k_norm = RMSNorm(head_dim) when config.use_qk_norm
+    if mt == "minimax_m2":
+        # MiniMaxM2Attention builds q_norm = RMSNorm(heads x head_dim) and k_norm = RMSNorm(kv_heads x head_dim)
+        # whatever the config says (modeling_minimax_m2.py L292-293, applied to the whole projection, L307-308); so
+        # does vLLM 0.19.1 (models/minimax_m2.py:221-226). The published configs say use_qk_norm true, qk_norm_type
+        # 'per_layer'; another setting is refused rather than sized as something no engine builds
+        if c.get("use_qk_norm", True) is not True or c.get("qk_norm_type", "per_layer") != "per_layer":
+            raise UnsupportedArchitectureError(
+                f"{where}: MiniMax-M2 with use_qk_norm {shown(c.get('use_qk_norm'))} / qk_norm_type "
+                f"{shown(c.get('qk_norm_type'))} is not supported; the engines build one q/k RMSNorm over all heads "
+                "(use_qk_norm true, qk_norm_type 'per_layer')")
+        qk_norm = "full"
+        mtp = c.get("num_mtp_modules") if c.get("use_mtp") else 0
+        if mtp:
+            # the checkpoint's MTP modules, model.layers.{num_hidden_layers + i}: vLLM's main model skips them
+            # (models/minimax_m2.py:416-418, get_spec_layer_idx_from_weight_name :559-567); transformers builds none
+            c.used_defaults.append(f"the {mtp} MTP modules (num_mtp_modules) stored after the decoder layers are not "
+                                   "counted: vLLM and transformers load none of them, and their layout is not modelled")
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
     if not isinstance(quant, dict):
         raise ModelFileError(f"{where}: quantization_config must be an object")
@@ -666,7 +694,8 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         mla=mla, moe=moe, moe_layers=moe_layers,
         layer_types=layer_types, sliding_window=window,  # type: ignore[arg-type]
         max_position_embeddings=c.get("max_position_embeddings"), rope_scaling=rope_scaling_of(c),
-        rotary_dim=rotary_dim_of(c, head_dim) if mla is None else 0,
+        rotary_dim=(_minimax_rotary_dim(c, head_dim) if mt == "minimax_m2" else rotary_dim_of(c, head_dim))
+        if mla is None else 0,
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype") or full_cfg.get("torch_dtype") or full_cfg.get("dtype"),
         quantization=tuple(sorted(quant.items())),
         vision=vision,
@@ -693,6 +722,19 @@ def _with_qwen3_5_top(spec: ModelSpec, full_cfg: dict[str, Any], where: str) -> 
         raise ModelFileError(f"{where}: quantization_config must be an object")
     return dataclasses.replace(spec, vision=vision, tie_word_embeddings=tie, quantization=tuple(sorted(quant.items())),
                                notes=tuple(dict.fromkeys(notes)))
+
+
+def _minimax_rotary_dim(c: _Cfg, head_dim: int) -> int:
+    """MiniMax-M2's rotary channels per head: the config's legacy ``rotary_dim``, which MiniMaxM2Config turns into
+    ``partial_rotary_factor = rotary_dim / head_dim`` (configuration_minimax_m2.py ``convert_rope_params_to_dict``;
+    vLLM 0.19.1 models/minimax_m2.py:199-204 the same), so int(head_dim x factor) = rotary_dim; without it the
+    ``rotary_dim_of`` reading (0: every channel rotated)."""
+    if "rotary_dim" not in c.cfg:
+        return rotary_dim_of(c, head_dim)
+    rot = c.req("rotary_dim")
+    if rot > head_dim:
+        raise InputError(f"rotary_dim ({c.where}): {rot} exceeds head_dim ({head_dim})")
+    return rot if rot < head_dim else 0
 
 
 def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | None) -> ModelSpec:
