@@ -79,15 +79,47 @@ def test_fsdp1_hybrid_shard_is_not_sized_over_a_72_gpu_host() -> None:
     assert [ln for ln in out.splitlines() if "GiB" in ln][:3] == [ln for ln in out8.splitlines() if "GiB" in ln][:3]
 
 
-def test_serving_keeps_machines_of_8_and_says_the_flag() -> None:
-    # fit's serving layout keeps the HGX machine of 8 (its tensor-parallel search within one); on an NVL72 device it
-    # says the domain and the flag that widens the search
+SERVE = ("fit", "llama-3.1-70b", "--device", "gb200", "--count", "16", "--engine", "vllm", "--concurrency", "64",
+         "--json")
+
+
+def _fit(*extra: str) -> dict:
     from cli_capture import run
-    code, out, _ = run("fit", "llama-3.1-70b", "--device", "gb200", "--count", "16", "--engine", "vllm")
+    code, out, _ = run(*SERVE, *extra)
     assert code in (0, 1)
-    assert "gb200: 72 GPUs share one NVLink domain" in out and "--gpus-per-node 72" in out
-    code, out, _ = run("fit", "llama-3.1-70b", "--device", "gb200", "--count", "16", "--engine", "vllm",
-                       "--gpus-per-node", "16")
-    assert "NVLink domain" not in out
-    code, out, _ = run("fit", "llama-3.1-70b", "--device", "b200", "--count", "16", "--engine", "vllm")
-    assert "NVLink domain" not in out
+    return json.loads(out)
+
+
+def _said(d: dict) -> bool:
+    return any("NVLink domain" in w for w in d["warnings"])
+
+
+def test_serving_keeps_machines_of_8_and_says_nothing_where_the_copy_stays_in_one():
+    """review39 D6: TP 8 x 2 replicas on 16 gb200 warned "give --gpus-per-node 72" though following it changes
+    nothing: each copy stays inside one machine of 8, so no serving traffic crosses machines either way. The truth
+    is the run with the flag given: the same layout and the same total rate."""
+    d, wide = _fit(), _fit("--gpus-per-node", "16")
+    assert (d["tensor_parallel"], d["replicas"]) == (8, 2)
+    assert (wide["tensor_parallel"], wide["replicas"]) == (8, 2)
+    assert d["tokens_per_second_total"] == pytest.approx(wide["tokens_per_second_total"])
+    assert not _said(d) and not _said(wide)
+
+
+@pytest.mark.parametrize("layout", [("--tp", "16"), ("--tp", "8", "--pp", "2")])
+def test_serving_says_the_flag_where_a_copy_crosses_machines_of_8(layout: tuple[str, ...]) -> None:
+    """A copy of 16 devices (TP 16, or TP 8 x 2 stages) spans two machines of 8 and fits one NVL72 rack: said, with
+    the flag; given it (and a network between machines of 8), the answer moves: the copy's collectives cross the
+    network on machines of 8, the rack's NVLink on one machine of 16."""
+    d = _fit(*layout)
+    (w,) = [w for w in d["warnings"] if "NVLink domain" in w]
+    assert "--gpus-per-node 72" in w and "(16 devices)" in w
+    net = ("--network", "ib-ndr")
+    eight, rack = _fit(*layout, *net), _fit(*layout, *net, "--gpus-per-node", "16")
+    assert not _said(rack)
+    assert rack["tokens_per_second_total"] > eight["tokens_per_second_total"]
+
+
+def test_hgx_devices_say_nothing_whatever_the_layout() -> None:
+    from cli_capture import run
+    code, out, _ = run("fit", "llama-3.1-70b", "--device", "b200", "--count", "16", "--engine", "vllm", "--tp", "16")
+    assert code in (0, 1) and "NVLink domain" not in out

@@ -519,11 +519,14 @@ def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu:
 # mig-device-names.html; CUPTI "Special Configurations / Multi-Instance GPU": every compute instance acts as a CUDA
 # device). So `hardware detect` writes each MIG device nvidia-smi -q lists as a device of count 1 (no tensor parallel
 # across them), its memory the MIG device's 'Shared FB Memory Usage / Total', its SMs 'Multiprocessor count'; the
-# card's architecture and capability are copied, its whole-GPU figures (MIG_WHOLE_GPU) are not.
+# card's architecture and capability are copied, its whole-GPU figures (MIG_WHOLE_GPU) are not: nor the card's NVLink
+# domain or peer-to-peer flag, since MIG devices have no GPU-to-GPU P2P, PCIe or NVLink (same guide, "Deployment
+# Considerations / Application Considerations"). Each entry states `mig: true` (the line of nvidia-smi -q that lists
+# it), which estimate/device.py MIG_PARALLEL_RULE reads: several serve as replicas, no tensor or pipeline parallelism.
 MIG_RULE = ("a CUDA process enumerates one MIG device (NVIDIA MIG User Guide, Device Enumeration): each is a device "
             "of its own memory, count 1")
 MIG_WHOLE_GPU = ("memory_bandwidth", "flops", "flops_sparse", "tdp", "sm_count", "fp32_cores", "interconnect",
-                 "interconnect_bandwidth", "peer_to_peer")
+                 "interconnect_bandwidth", "peer_to_peer", "nvlink_domain")
 
 # CUDA's total for a detected GPU (what vLLM's and SGLang's pools are sized from, estimate/device.py cuda_memory):
 # the driver's own figure where its output prints it, memory.total less 'FB Memory Usage / Reserved' (nvidia-smi -q;
@@ -652,6 +655,9 @@ class _Builder:
             entry: dict[str, Any] = {
                 "id": f"detected-{base}-mig{m.index}", "name": f"{g.name} MIG device {m.index} (detected)",
                 "kind": "gpu", "vendor": vendor, "owned": True,
+                "mig": {"value": True, "unit": "flag", "source": o.source_key,
+                        "where": f"GPU {g.index} MIG Device {m.index} (GPU instance {m.gpu_instance}), MIG Mode "
+                                 "Current: Enabled"},
                 "memory_usable": {"value": m.memory_bytes // so.MIB, "unit": "MiB", "source": o.source_key,
                                   "where": f"GPU {g.index} MIG Device {m.index} (GPU instance {m.gpu_instance}): "
                                            f"Shared FB Memory Usage Total {m.memory_text}"}}

@@ -202,6 +202,10 @@ class Device:
     # whether GPUs of this device map each other's memory (NCCL's P2P transport, vLLM's / SGLang's _can_p2p): a
     # sourced flag (unit 'flag', raw True/False); None: not stated (estimate/device.py peer_to_peer, the one reader)
     peer_to_peer: Value | None = None
+    # whether the device is a MIG device (a GPU instance's compute instance of a GPU in MIG mode, `hardware detect`
+    # writes it from nvidia-smi -q): a sourced flag (unit 'flag', raw True); None: not stated, a whole GPU
+    # (estimate/device.py mig_device, the one reader)
+    mig: Value | None = None
     # the PCIe generation of the device's own host link, as the catalog writes it ("gen4"); None: not stated
     # (estimate/device.py host_link, the one reader)
     pcie: str | None = None
@@ -295,7 +299,7 @@ class Device:
         out: dict[str, Value] = {}
         for name in ("memory", "memory_usable", "memory_cuda", "memory_bandwidth", "tdp", "interconnect_bandwidth",
                      "launch_price", "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability",
-                     "peer_to_peer", "clock", "nvlink_domain"):
+                     "peer_to_peer", "clock", "nvlink_domain", "mig"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
@@ -584,7 +588,7 @@ def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[st
 
 
 def _flag(raw: Any, where: str, ctx: _Ctx, missing: dict[str, str]) -> Value | None:
-    """A device's true/false field (``peer_to_peer``) as a Value of unit 'flag': a value object with its source (the
+    """A device's true/false field (``peer_to_peer``, ``mig``) as a Value of unit 'flag': a value object with its source (the
     catalog's), or a bare true/false in a hardware file (sourced to the file); null or absent: None (not stated)."""
     if raw is None:
         return None
@@ -603,7 +607,7 @@ _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "mem
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
                   "host_interconnect", "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer",
-                  "microarchitecture", "clock", "nvlink_domain"}
+                  "microarchitecture", "clock", "nvlink_domain", "mig"}
 
 
 @lru_cache(maxsize=1)
@@ -728,6 +732,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
         if not isinstance(isa[k].raw, bool):
             raise ctx.fail(f"{where}.isa.{k}", "must be true or false")
     p2p = _flag(raw.get("peer_to_peer"), f"{where}.peer_to_peer", ctx, missing)
+    mig = _flag(raw.get("mig"), f"{where}.mig", ctx, missing)
     pcie = raw.get("pcie")
     if pcie is not None and not (isinstance(pcie, str) and re.fullmatch(r"gen[1-9]", pcie)):
         raise ctx.fail(f"{where}.pcie", f"{pcie!r} is not a PCIe generation (gen3, gen4, gen5, ...)")
@@ -747,7 +752,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
                   fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"),
                   peer_to_peer=p2p, pcie=pcie, host_interconnect=host_ic, microarchitecture=uarch,
-                  clock=vals.get("clock"), nvlink_domain=vals.get("nvlink_domain"))
+                  clock=vals.get("clock"), nvlink_domain=vals.get("nvlink_domain"), mig=mig)
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

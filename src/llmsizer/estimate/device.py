@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog, names_detected
-from ..errors import FieldError, InputError, UnknownNameError
+from ..errors import DeviceCannotRunError, FieldError, InputError, UnknownNameError
 from ..formulas.float8_training import TE_MXFP8, mxfp8_supported
 from ..formulas.network import nccl_nvlink_share
 from ..formulas.weight_formats import VLLM_FP32_GATE, normalize_format
@@ -309,20 +309,65 @@ def host_part(engine: str | None, device: Device, host_device: str | Device | No
     return host, memory
 
 
+# A MIG device (a GPU instance's compute instance of a GPU in MIG mode) shares no model with another: a CUDA process
+# enumerates one MIG device, however many are created or made visible (NVIDIA MIG User Guide, "MIG Device Names /
+# Device Enumeration", docs.nvidia.com/datacenter/tesla/mig-user-guide/mig-device-names.html), and "No GPU to GPU P2P
+# (either PCIe or NVLink) is supported" between them (same guide, "Deployment Considerations / Application
+# Considerations"); NCCL, which vLLM's and SGLang's tensor- and pipeline-parallel groups and torch.distributed's
+# training groups run on, has no MIG support: its topology code takes one PCI device as one GPU and one rank, and
+# MIG devices of one GPU share that PCI device (NVIDIA/nccl#1716, maintainer's comment of 2025-05-23: "Our topology
+# detection code associates one PCI device with one GPU and one rank ... Communication between MIG instances cannot
+# use CUDA P2P"). So several MIG devices serve as replicas, one model each: tensor or pipeline parallelism over them
+# is refused (``refuse_tensor_parallel_apart``, ``refuse_pipeline_apart``), as is a training run over several.
+MIG_PARALLEL_RULE = ("a CUDA process enumerates one MIG device and MIG devices have no GPU-to-GPU P2P or NVLink "
+                     "(NVIDIA MIG User Guide: Device Enumeration; Application Considerations), and NCCL takes one "
+                     "PCI device as one rank, so it runs no group over MIG devices of one GPU (NVIDIA/nccl#1716)")
+
+
+def mig_device(device: Device) -> bool:
+    """Whether ``device`` is a MIG device (its ``mig`` flag: `hardware detect` states it for each MIG device of a GPU
+    in MIG mode, catalog/detect.py ``_Builder.mig``); ``MIG_PARALLEL_RULE`` says what follows."""
+    return device.mig is not None and bool(device.mig.base)
+
+
 def one_replica_per_device(device: Device) -> bool:
     """Whether several of ``device`` serve as that many replicas, one model each, rather than one model split or
     sharded over them: CPUs and Apple chips (each its own machine or socket; llama.cpp's -ngl/-ts split and vLLM's
-    tensor parallelism are GPU features). The one rule fit and plan apply to a count of them."""
-    return device.kind in ("cpu", "apple")
+    tensor parallelism are GPU features) and MIG devices (``MIG_PARALLEL_RULE``). The one rule fit and plan apply
+    to a count of them."""
+    return device.kind in ("cpu", "apple") or mig_device(device)
+
+
+def _apart_why(device: Device) -> str:
+    """Why ``device`` runs one model per device (``one_replica_per_device``), in the words of its refusals."""
+    return (f"{device.id} is a MIG device ({MIG_PARALLEL_RULE})" if mig_device(device)
+            else f"{device.id} ({device.kind}) runs no tensor parallelism")
 
 
 def refuse_tensor_parallel_apart(device: Device, tensor_parallel: int) -> None:
     """A tensor-parallel degree above 1 on a device that runs one model per device (``one_replica_per_device``): the
     tensor_parallel field's error, the same line from infer, fit, the web API and the Python API."""
-    if tensor_parallel > 1 and one_replica_per_device(device):
-        raise FieldError("tensor_parallel", f"tensor_parallel {tensor_parallel}: {device.id} ({device.kind}) runs no "
-                         "tensor parallelism; several of them serve as replicas, one model each (give 1 or leave it "
-                         "out)")
+    if tensor_parallel > 1 and one_replica_per_device(device):  # (a MIG device's: rejected where a search tries it)
+        raise (DeviceCannotRunError if mig_device(device) else FieldError)("tensor_parallel", f"tensor_parallel {tensor_parallel}: {_apart_why(device)}; several of "
+                         "them serve as replicas, one model each (give 1 or leave it out)")
+
+
+def refuse_pipeline_apart(device: Device, pipeline_parallel: int) -> None:
+    """Pipeline stages on MIG devices (``MIG_PARALLEL_RULE``: no NCCL group over them): the pipeline_parallel
+    field's error, the same line from infer, fit and the web API. (A CPU's or Apple chip's stages are the engine's
+    rule: specs/workload.py ``refuse_pipeline_engine``.)"""
+    if pipeline_parallel > 1 and mig_device(device):
+        raise DeviceCannotRunError("pipeline_parallel", f"pipeline_parallel {pipeline_parallel}: {_apart_why(device)}; several "
+                         "of them serve as replicas, one model each (give 1 or leave it out)")
+
+
+def refuse_training_apart(device: Device, count: int, field: str = "count") -> None:
+    """A training run over several MIG devices (``MIG_PARALLEL_RULE``: data, tensor or pipeline parallelism all
+    need an NCCL group over them): the error of ``field``, the one the devices were given in, one line (a search's
+    rejected option: ``DeviceCannotRunError``)."""
+    if count > 1 and mig_device(device):
+        raise DeviceCannotRunError(field, f"{field} {count}: {_apart_why(device)}; a training run takes one of them (give 1 "
+                         "or leave it out)")
 
 
 def workload_device_kind(device: Device) -> str:

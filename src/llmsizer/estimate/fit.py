@@ -72,7 +72,9 @@ from .device import (
     nvlink_mesh_for,
     one_replica_per_device,
     peer_to_peer,
+    refuse_pipeline_apart,
     refuse_tensor_parallel_apart,
+    refuse_training_apart,
     resolve_target,
     target_memory,
     training_device_fields,
@@ -164,6 +166,29 @@ def default_machine_size(device: Device, count: int) -> tuple[int, str] | None:
                   f"{dom.source}); sized on machines of {SERVING_GPUS_PER_NODE} as for any bare GPU (the row covers "
                   f"other GB200 systems too): on NVL72 racks give --gpus-per-node {size} to time the collectives over "
                   "the rack's NVLink (per-machine rules, such as FSDP hybrid sharding and host RAM, then read it too)")
+
+
+def serving_domain_warning(device: Device, count: int, copy: int, copies: int, per_node: int) -> str | None:
+    """The warning that a bare ``device``'s larger NVLink domain (``default_machine_size``: an NVL72 rack) would
+    change ``fit``'s serving answer, or None where it would not (review39 D6). Serving keeps the HGX machine of
+    ``per_node`` (``serving_machine_size``); a copy of the model (``copy`` devices: its tensor-parallel degree times
+    its pipeline stages; ``copies`` of them in rank order, ``worst_copy_machines``) that stays inside one such
+    machine sends nothing between machines, so ``--gpus-per-node`` the domain times the same collectives and the
+    warning would be noise. It is said where the layout chosen crosses machines of ``per_node`` (its degree taken
+    among those spanning machines, ``tensor_parallel_options``; its all-reduces or stage sends timed over the network
+    between them, eqs. (11), (13'), (14)) and every copy would sit inside one domain-sized machine
+    (``--gpus-per-node`` the size: the degrees within it ranked by speed, the collectives on the rack's NVLink). (Called with ``per_node`` of fit's
+    default only: no ``--gpus-per-node``, no instance; llama.cpp holds a copy within one machine, no warning.)"""
+    domain = default_machine_size(device, count)
+    if domain is None:
+        return None
+    size = domain[0]
+    if worst_copy_machines(copy, per_node, copies) < 2 or worst_copy_machines(copy, size, copies) > 1:
+        return None
+    dom = int(device.nvlink_domain.base) if device.nvlink_domain is not None else size
+    return (f"{device.id}: {dom} GPUs share one NVLink domain (catalog nvlink_domain); each copy of the model "
+            f"({copy} devices) spans machines of {per_node} (fit's serving default): on an NVL72 rack give "
+            f"--gpus-per-node {size} to lay it out and time its collectives inside the rack's NVLink domain")
 
 
 def machines_spanned(devices: int, per_node: int) -> int:
@@ -1596,12 +1621,6 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     # llama.cpp's host CPU and RAM, checked up front (estimate/device.py host_part, the search's check too)
     host_device, host_memory = host_part(eng, device, host_device, host_memory, hardware_files)
     per_node = serving_machine_size(instance, gpus_per_node, n)
-    domain = default_machine_size(device, n) if gpus_per_node is None and instance is None else None
-    if domain is not None and eng != "llamacpp":  # serving keeps the HGX machine of 8; the rack's domain, said
-        dom = int(device.nvlink_domain.base) if device.nvlink_domain is not None else domain[0]
-        warnings.append(f"{device.id}: {dom} GPUs share one NVLink domain (catalog nvlink_domain); tensor-parallel "
-                        f"layouts are chosen within machines of {per_node} (fit's serving default): give "
-                        f"--gpus-per-node {domain[0]} to choose them across it")
     layout = serving_layout(eng, device, n, per_node)
     split = layout.split
     if split and layout.split_gpus > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words
@@ -1625,11 +1644,12 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
             raise FieldError("tensor_parallel", f"tensor_parallel {pinned}: llama.cpp splits the model over the "
                              f"{layout.split_gpus} GPUs of a machine, it runs no tensor parallelism (give 1 or leave "
                              "it out)")
-        refuse_tensor_parallel_apart(device, pinned)  # a CPU or Apple chip, one device or several
+        refuse_tensor_parallel_apart(device, pinned)  # a CPU, Apple chip or MIG device, one or several
         if n % pinned:
             raise FieldError("tensor_parallel", f"tensor_parallel {pinned} does not divide the {n} devices (the others "
                              "run replicas of it): give a divisor of the count, or leave it out for fit's choice")
     pp = int(workload.get("pipeline_parallel") or 1)
+    refuse_pipeline_apart(device, pp)  # MIG devices: no NCCL group over them
     if pp > 1:  # (the engine and the model are checked by the estimate: estimate/inference/pipeline.py)
         if pinned is not None and n % (pinned * pp):
             raise FieldError("pipeline_parallel", f"tensor_parallel {pinned} x pipeline_parallel {pp} does not divide "
@@ -1969,6 +1989,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                         "verdict_high_per_device": verdict_high(tried[t], on_cpu),
                         "fits_at_high_end": fits_high(tried[t], on_cpu),
                         **pool_reserved(tried[t])})
+    if gpus_per_node is None and instance is None and eng != "llamacpp":  # a bare NVL72 device: said where it matters
+        rack = serving_domain_warning(device, n, tp * layout.pipeline, replicas, per_node)
+        if rack is not None:
+            warnings.append(rack)
     if tp > per_node:
         spans = machine_network(node_net, tp, per_node)
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
@@ -2690,6 +2714,7 @@ def _training_placement(hardware: str | Device | Instance, count: int | None, he
     named = "count" if count is not None else "gpus"  # the field the devices were given in: the one a refusal names
     count = count if count is not None else gpus  # the workload's devices are the target's (one count)
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
+    refuse_training_apart(device, n, named)  # several MIG devices: no NCCL group over them (device.py, one rule)
     hr = check_headroom(headroom)
     usable, notes = target_memory(device, instance, memory)
     usable = refuse_unknown_memory(device, usable)

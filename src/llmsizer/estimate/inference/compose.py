@@ -55,6 +55,7 @@ from ..device import (
     detect_named,
     engine_assumption,
     generic_device,
+    refuse_pipeline_apart,
     refuse_tensor_parallel_apart,
     weights_capability,
     workload_on_device,
@@ -276,7 +277,8 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference",
                                                spec)
     check_engine_on_device(str(w.engine), device)  # a named device: Apple silicon is a 'gpu' workload, not CUDA
-    refuse_tensor_parallel_apart(device, w.tensor_parallel)  # fit's rule for a CPU or an Apple chip
+    refuse_tensor_parallel_apart(device, w.tensor_parallel)  # fit's rule for a CPU, an Apple chip, a MIG device
+    refuse_pipeline_apart(device, w.pipeline_parallel)  # MIG devices: no NCCL group over them
     est = with_serving_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))

@@ -51,7 +51,7 @@ from ...specs.training import POOL_METRICS, check_whole_machines
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
-from ..device import detect_named, detected_machine, resolve_target, workload_on_device
+from ..device import detect_named, detected_machine, refuse_training_apart, resolve_target, workload_on_device
 from ..framework import with_framework
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
@@ -235,6 +235,7 @@ def _prepared(model: ModelSpec | str, workload: TrainingWorkload | None, kwargs:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
         # its memory when none is given, the assumptions naming both and the memory's warning
         resolved, device, _, notes = workload_on_device(kwargs, "estimate_training")
+        refuse_training_apart(device, int(resolved.get("gpus") or 1), "gpus")  # several MIG devices (device.py)
         # the caller's fields in the caller's order, then what the resolver added (the same keywords and values): the
         # workload ``training_workload`` built for the same fields is the one this estimate reads (fit_training's
         # kernel check, ``training_on_device``)
