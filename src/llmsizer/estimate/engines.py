@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..formulas.speed import sm_streaming_bandwidth
 from ..frozen import fast_init
-from ..specs.workload import engine_version_patch, parse_engine_version
+from ..specs.workload import engine_version_patch, parse_engine_version, refuse_async_scheduling
 from ..units import GiB, MiB
 from . import efficiency as E
 
@@ -501,6 +501,23 @@ STEP_HOST: tuple[StepHost, ...] = (
              "'overlaps the CPU processing and GPU computation'); the SGLang rows in validation/ (SG01-SG07, "
              "SS01-SS09) do not separate a host step from the bandwidth share"),
 )
+# vLLM 0.10-0.13 with ``--async-scheduling`` given (specs/workload.py ``async_scheduling``): the opt-in of the
+# asynchronous scheduling that 0.14 made the default. vLLM 0.10.0 added it (vllm/config.py:2358 ``async_scheduling:
+# bool = False``, vllm/engine/arg_utils.py:821 the flag; vLLM 0.9.2 has neither), 0.11.0 keeps it opt-in
+# (vllm/config/scheduler.py:138, arg_utils.py:915); given, the scheduler is the AsyncScheduler (scheduler.py:229-231)
+# and the executor keeps a batch queue of max_concurrent_batches = 2 (v1/executor/multiproc_executor.py:329-333), so
+# EngineCore schedules step n + 1 while the device runs step n (v1/engine/core.py:145-167, 300-328
+# step_with_batch_queue): the same overlap as the default of >= 0.14, and the same host step, the one calibrated
+# value there is (efficiency.VLLM_V1_HOST_STEP_SECONDS, measured on vLLM 0.19.0: the 0.10-0.13 host code's own time
+# per step is not measured; the row says so).
+VLLM_ASYNC_OPT_IN = StepHost(
+    "vllm", "vLLM 0.10-0.13 with --async-scheduling (V1 engine)", (0, 10), (0, 14), "overlapped",
+    E.VLLM_V1_HOST_STEP_SECONDS.expected,
+    "--async-scheduling given (vllm 0.10.0 vllm/config.py:2358, engine/arg_utils.py:821; 0.11.0 config/scheduler.py"
+    ":138, 229-231 AsyncScheduler): step n + 1 is scheduled while the device runs step n (0.11.0 v1/engine/core.py:"
+    "145-167, 300-328 step_with_batch_queue; v1/executor/multiproc_executor.py:329-333 max_concurrent_batches 2), so "
+    "a step takes max(device, host); the host step is the one measured on 0.19.0, not on these releases: "
+    + E.VLLM_V1_HOST_STEP_SECONDS.source)
 # Releases whose one-token products on Hopper stream at the SMs' limit (formulas/speed.py eq. 12; beta per
 # architecture: efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE). A property of the kernels a release's PyTorch / cuBLAS
 # runs, so established per release where a published row shows it: vLLM 0.8-0.13 (gpustack's vLLM 0.11.0 H100 SXM
@@ -582,9 +599,15 @@ def release_patch(engine: str, version: str | None) -> tuple[int, int, int]:
     return (*parse_version(text), engine_version_patch(text))
 
 
-def step_host(engine: str, version: str | None = None) -> StepHost | None:
+def step_host(engine: str, version: str | None = None, async_scheduling: bool = False) -> StepHost | None:
     """The host-work rule of ``engine`` at ``version`` (None: ``CURRENT_VERSION``); None for engines whose decode
-    step has no such term here (llama.cpp: its per-layer overhead, eq. 7; transformers)."""
+    step has no such term here (llama.cpp: its per-layer overhead, eq. 7; transformers). ``async_scheduling``:
+    vLLM's --async-scheduling given, which overlaps the host step on 0.10-0.13 (``VLLM_ASYNC_OPT_IN``) and is the
+    default from 0.14 on (the same row as without it); ``refuse_async_scheduling`` refuses it before 0.10."""
+    if async_scheduling and engine == "vllm":
+        refuse_async_scheduling(engine, version)
+        if VLLM_ASYNC_OPT_IN.first <= release(engine, version) < (VLLM_ASYNC_OPT_IN.until or (0, 14)):
+            return VLLM_ASYNC_OPT_IN
     rows = [r for r in STEP_HOST if r.engine == engine]
     if not rows:
         if version is not None:
