@@ -19,6 +19,7 @@ SETTING_VALUES: dict[str, Any] = {
     "engine_version": "0.10.1", "split_mode": "row", "tensor_split": (1.0, 1.0), "n_cpu_moe": 2,
     "fit_target": 2**30, "allow_long_context": True, "max_mamba_cache_size": 150, "mamba_full_memory_ratio": 2.0,
     "mamba_radix_cache_strategy": "no_buffer", "disable_overlap_schedule": True, "disable_radix_cache": True,
+    "async_scheduling": True,
     "attention": "eager", "image_min_tokens": 1024, "image_max_tokens": 1024,
 }
 

@@ -246,6 +246,11 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                         "(auto) then gives Qwen3-Next, Nemotron-H, Falcon-H1 and Granite-4.0-H no_buffer (3 "
                         "recurrent-state slots per running request), extra_buffer 4; the speed is not changed (see "
                         "the assumptions) (default: on)")
+    g.add_argument("--async-scheduling", action="store_true", default=None,
+                   help="vLLM: schedule the next decode step while the device runs this one, as vLLM's flag of "
+                        "this name: the engine's host time per step overlaps the device step (a step takes the "
+                        "longer of the two); an opt-in on vLLM 0.10-0.13 (--engine-version), the default from 0.14 "
+                        "(default: the release's own)")
     g.add_argument("--disable-radix-cache", action="store_true", default=None,
                    help="SGLang: no prefix (radix) cache, as SGLang's flag of this name: each running request of a "
                         "hybrid model holds 1 recurrent-state slot, and with --max-running-requests the state pool "
@@ -313,7 +318,7 @@ INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dt
                     "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static",
                     "max_mamba_cache_size", "mamba_full_memory_ratio", "mamba_radix_cache_strategy",
-                    "disable_overlap_schedule", "disable_radix_cache",
+                    "disable_overlap_schedule", "disable_radix_cache", "async_scheduling",
                     "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "pipeline_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "allow_long_context", "gpus",

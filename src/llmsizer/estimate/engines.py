@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..formulas.speed import sm_streaming_bandwidth
 from ..frozen import fast_init
-from ..specs.workload import engine_version_patch, parse_engine_version
+from ..specs.workload import engine_version_patch, parse_engine_version, refuse_async_scheduling
 from ..units import GiB, MiB
 from . import efficiency as E
 
@@ -486,9 +486,10 @@ STEP_HOST: tuple[StepHost, ...] = (
              "(EngineArgs num_scheduler_steps = 1, vllm/engine/arg_utils.py); " + E.VLLM_V06_STEP_SECONDS.source),
     StepHost("vllm", "vLLM 0.8-0.13 (V1 engine, synchronous scheduling)", (0, 8), (0, 14), "serial", None,
              "V1 is the default since 0.8.0 (vllm-project/vllm#13726); EngineCore.step schedules, executes and "
-             "updates one step after the other (vllm 0.13.0 vllm/v1/engine/core.py:336-362; async_scheduling: bool "
-             "= False, vllm/config/scheduler.py:133); its rows in validation/ (VS15-VS20) are device-bound, where a "
-             "host term cannot be told apart from the bandwidth share"),
+             "updates one step after the other (vllm 0.11.0 vllm/v1/engine/core.py:272-291, 0.13.0 :336-362; "
+             "async_scheduling: bool = False, vllm/config/scheduler.py:133); its rows in validation/ (VS15-VS20) are "
+             "device-bound, where a host term cannot be told apart from the bandwidth share, and they refute the "
+             "2.39 ms measured on 0.19.0 as this step's (VLLM_ASYNC_OPT_IN)"),
     StepHost("vllm", "vLLM >= 0.14 (V1 engine, asynchronous scheduling)", (0, 14), None, "overlapped",
              E.VLLM_V1_HOST_STEP_SECONDS.expected,
              "async scheduling by default since 0.14.0 (vllm/config/scheduler.py:133, vllm/config/vllm.py:588-628): "
@@ -501,6 +502,41 @@ STEP_HOST: tuple[StepHost, ...] = (
              "'overlaps the CPU processing and GPU computation'); the SGLang rows in validation/ (SG01-SG07, "
              "SS01-SS09) do not separate a host step from the bandwidth share"),
 )
+# vLLM 0.10-0.13 with ``--async-scheduling`` given (specs/workload.py ``async_scheduling``): the opt-in of the
+# asynchronous scheduling that 0.14 made the default. vLLM 0.10.0 added it (vllm/config.py:2358 ``async_scheduling:
+# bool = False``, vllm/engine/arg_utils.py:821 the flag; vLLM 0.9.2 has neither), 0.11.0 keeps it opt-in
+# (vllm/config/scheduler.py:138, arg_utils.py:915). Without it EngineCore.step runs schedule -> execute ->
+# update_from_output one after the other (0.11.0 vllm/v1/engine/core.py:272-291, the executor's
+# max_concurrent_batches 1: v1/executor/abstract.py:116-117, multiproc_executor.py:330-333): the host work of a step
+# adds to the device's (eq. 7, the "serial" mode of the release's STEP_HOST row). Given, the scheduler is the
+# AsyncScheduler (config/scheduler.py:229-231) and the executor keeps max_concurrent_batches = 2
+# (multiproc_executor.py:330-333), so EngineCore.step_with_batch_queue (core.py:166-167, 300-352) schedules step n + 1
+# while the device runs step n: a step takes max(device, host) (eq. 14). The flag changes how the host step composes
+# with the device's, not how long the release's host code takes: the host seconds are the release's own row's
+# (``seconds`` of the 0.8-0.13 row of STEP_HOST, the one home of that figure), so for any host time h >= 0 the
+# flagged step max(device, h) is at most the unflagged device + h -- the flag never makes a step slower. The figure
+# calibrated on vLLM 0.19.0 (efficiency.VLLM_V1_HOST_STEP_SECONDS, 2.39 ms at VS07: five sequences with arriving
+# prefills on 0.19.0's host code) is not that row's: added serially to the 0.11.0 H100 rows it is refuted by them
+# (VS17, one Qwen3-8B sequence in 7.22 ms: the 15.2 GB it streams would need 0.94 of the H100's 3.35 TB/s in the
+# 4.83 ms left, above the calibrated serving share's 0.76 high end, SERVING_DECODE_BANDWIDTH; VS18-VS20 move from
+# +1..+4 % to -22..-24 %), so the 0.10-0.13 host step stays not established and the flag's row says so.
+VLLM_ASYNC_OPT_IN = ((0, 10), (0, 14))  # the releases where --async-scheduling is an opt-in (0.14: the default)
+
+
+def _async_opt_in(row: StepHost) -> StepHost:
+    """``row`` (the release's own host-work rule) with its host step overlapped: --async-scheduling given on a
+    release where it is an opt-in (``VLLM_ASYNC_OPT_IN``). The seconds stay the row's own."""
+    return replace(
+        row, versions="vLLM 0.10-0.13 with --async-scheduling (V1 engine)", mode="overlapped",
+        source="--async-scheduling given (vllm 0.10.0 vllm/config.py:2358, engine/arg_utils.py:821; 0.11.0 "
+        "config/scheduler.py:138, 229-231 AsyncScheduler): step n + 1 is scheduled while the device runs step n "
+        "(0.11.0 v1/engine/core.py:166-167, 300-352 step_with_batch_queue; v1/executor/multiproc_executor.py:330-333 "
+        "max_concurrent_batches 2), so a step takes max(device, host) in place of device + host (core.py:272-291 "
+        "step, without it); the host step is the release's own (" + row.versions + "): "
+        + (f"{row.seconds} s" if row.established else "not established; the 2.39 ms measured on vLLM 0.19.0 "
+           "(VS07) is refuted as 0.11.0's serial host step by VS17-VS20 (estimate/engines.py VLLM_ASYNC_OPT_IN)"))
+
+
 # Releases whose one-token products on Hopper stream at the SMs' limit (formulas/speed.py eq. 12; beta per
 # architecture: efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE). A property of the kernels a release's PyTorch / cuBLAS
 # runs, so established per release where a published row shows it: vLLM 0.8-0.13 (gpustack's vLLM 0.11.0 H100 SXM
@@ -582,9 +618,13 @@ def release_patch(engine: str, version: str | None) -> tuple[int, int, int]:
     return (*parse_version(text), engine_version_patch(text))
 
 
-def step_host(engine: str, version: str | None = None) -> StepHost | None:
+def step_host(engine: str, version: str | None = None, async_scheduling: bool = False) -> StepHost | None:
     """The host-work rule of ``engine`` at ``version`` (None: ``CURRENT_VERSION``); None for engines whose decode
-    step has no such term here (llama.cpp: its per-layer overhead, eq. 7; transformers)."""
+    step has no such term here (llama.cpp: its per-layer overhead, eq. 7; transformers). ``async_scheduling``:
+    vLLM's --async-scheduling given, which overlaps the release's own host step on 0.10-0.13 (``VLLM_ASYNC_OPT_IN``) and is the
+    default from 0.14 on (the same row as without it); ``refuse_async_scheduling`` refuses it before 0.10."""
+    if async_scheduling and engine == "vllm":
+        refuse_async_scheduling(engine, version)
     rows = [r for r in STEP_HOST if r.engine == engine]
     if not rows:
         if version is not None:
@@ -593,7 +633,8 @@ def step_host(engine: str, version: str | None = None) -> StepHost | None:
     v = release(engine, version)
     for r in rows:
         if r.first <= v and (r.until is None or v < r.until):
-            return r
+            opt_in = async_scheduling and engine == "vllm" and VLLM_ASYNC_OPT_IN[0] <= v < VLLM_ASYNC_OPT_IN[1]
+            return _async_opt_in(r) if opt_in else r
     raise InputError(f"no {engine} release {version} is known")  # pragma: no cover - the table covers 0.0 onwards
 
 # -- the all-reduce kernel of a tensor-parallel decode step, per engine ---------------------------------------------

@@ -767,7 +767,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   model: Callable[[], SpeedLayout] | None = None,
                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
                   encoder_flops: float = 0.0, attention: str = "sdpa",
-                  network: MachineNetwork | None = None) -> SpeedEstimate:
+                  network: MachineNetwork | None = None, async_scheduling: bool = False) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
@@ -776,7 +776,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, _device_speed_key(device), tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
-           attention, network)
+           attention, network, async_scheduling)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -787,7 +787,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
                 kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
                 nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes, encoder_flops=encoder_flops,
-                attention=attention, network=network)
+                attention=attention, network=network, async_scheduling=async_scheduling)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -1771,6 +1771,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
     attention = str(workload.get("attention") or DEFAULT_ATTENTION)  # transformers' attn_implementation (hf_cache_traffic H2-H3)
+    asynch = bool(workload.get("async_scheduling"))  # vLLM --async-scheduling (engines.step_host: the host step overlapped)
     links: list[float | None] = []
 
     def speed_work(det: dict[str, Any]) -> tuple[Any, ...]:
@@ -1796,7 +1797,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 # one speed model per (model, device, workload) for the process: a rate's climb calls fit_memory
                 # once per C, each asking the same model (its inputs are all in the key; the device compared whole,
                 # since an instance's share of a device is a new object each call)
-                key = (id(spec), device.id, work, out, eng, engine_version, attention)
+                key = (id(spec), device.id, work, out, eng, engine_version, attention, asynch)
                 hit = _SPEED_MODELS.get(key)
                 if hit is not None and hit[0] is spec and (hit[1] is device or hit[1] == device):
                     m = models[work] = hit[2]
@@ -1805,7 +1806,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                                kv_dtype=kvd, mla_mode="latent", state_dtypes=states, ubatch=ub,
                                                kv_unified=kvu, identical_sequences=same, engine=eng,
                                                engine_version=engine_version, group_size=group, other_bytes=other,
-                                               encoder_flops=enc, attention=attention)
+                                               encoder_flops=enc, attention=attention, async_scheduling=asynch)
                 if len(_SPEED_MODELS) > 1024:
                     _SPEED_MODELS.clear()
                 _SPEED_MODELS[key] = (spec, device, m)
@@ -1822,12 +1823,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if layout.pipeline > 1:  # the whole model at one micro-batch, then the stages in turn (eqs. PP3-PP4)
             micro = serving_pipeline_micro_batch(per, layout.pipeline)
             sp = _speed_cached(spec, device, t, wf, pr, out, micro, kvd, "latent", link, states, ub, kvu, same, eng,
-                               engine_version, mesh, model, group, other, enc, attention, net)
+                               engine_version, mesh, model, group, other, enc, attention, net, asynch)
             bw, why, hop_latency = pipeline_hop_bandwidth(device, node_net, per_node, t, layout.pipeline,
                                                           links[0] if links else None)
             return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why, hop_latency)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
-                             engine_version, mesh, model, group, other, enc, attention, net)
+                             engine_version, mesh, model, group, other, enc, attention, net, asynch)
 
     def layout_grid(t: int, work: tuple[Any, ...], admitted: int | None,
                     chunk: int | None) -> list[list[float]] | None:

@@ -101,7 +101,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
                    allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True,
                    group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
                    encoder_flops: float = 0.0, decode_loop: str = "generate",
-                   attention: str = "sdpa", network: MachineNetwork | None = None) -> SpeedEstimate:
+                   attention: str = "sdpa", network: MachineNetwork | None = None,
+                   async_scheduling: bool = False) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` serving ``concurrency`` sequences of ``prompt_tokens`` +
     ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2). ``device``: a catalog
     ``Device`` or ``Instance``, or its name (``resolve_target``, the rule ``fit`` reads ``hardware`` by: an instance
@@ -171,7 +172,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
                        engine_version=engine_version, allreduce_latency=allreduce_latency,
                        llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size,
                        other_bytes=other_bytes, encoder_flops=encoder_flops,
-                       decode_loop=decode_loop, attention=attention)(count, tensor_parallel, concurrency, link_bandwidth,
+                       decode_loop=decode_loop, attention=attention,
+                       async_scheduling=async_scheduling)(count, tensor_parallel, concurrency, link_bandwidth,
                                                                 nvlink_mesh, False, network)
 
 
@@ -246,13 +248,14 @@ def sm_stream_capped_efficiency(device: Any, fmt: str, engine: str | None, engin
 
 def engine_step_seconds_of(engine: str | None, engine_version: str | None, engine_step_seconds: float | None,
                            step_fixed: float, assumptions: list[Assumption],
-                           warnings: list[str]) -> tuple[float, float]:
+                           warnings: list[str], async_scheduling: bool = False) -> tuple[float, float]:
     """(a decode step's fixed seconds, the engine's host step it overlaps): ``step_fixed`` plus the engine's
-    serial host step (eq. 7), or its overlapped one (eq. 14), from the engine's rule or as given."""
+    serial host step (eq. 7), or its overlapped one (eq. 14), from the engine's rule (``async_scheduling``: vLLM's
+    --async-scheduling given, engines.step_host) or as given."""
     host_step = 0.0  # the engine's host step when it overlaps the device's (eq. 14)
     if engine is None and engine_version is not None:
         raise InputError(f"an engine version ({engine_version}) needs its engine (vllm or sglang)")
-    rule = ENG.step_host(engine, engine_version) if engine is not None else None
+    rule = ENG.step_host(engine, engine_version, async_scheduling) if engine is not None else None
     newer = ENG.newer_release_note(engine, engine_version) if engine is not None else None
     if newer is not None:
         warnings.append(newer)
@@ -291,7 +294,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 engine_version: str | None = None, allreduce_latency: float | None = None,
                 llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT,
                 other_bytes: int = OTHER_BYTES_DEFAULT, encoder_flops: float = 0.0,
-                decode_loop: str = "generate", attention: str = "sdpa") -> SpeedLayout:
+                decode_loop: str = "generate", attention: str = "sdpa", async_scheduling: bool = False) -> SpeedLayout:
     """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
     device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
     here into a ``SpeedSetup``; then the returned ``layout_speed`` bound to it, ``(count, tensor_parallel,
@@ -344,7 +347,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     assumptions = []
     step_fixed = step_overhead(spec.num_layers, tau)
     step_fixed, host_step = engine_step_seconds_of(engine, engine_version, engine_step_seconds, step_fixed,
-                                                   assumptions, warnings)
+                                                   assumptions, warnings, async_scheduling)
 
     # eager transformers launches every kernel of a step from Python: a step takes max(device, kernels x tau_host)
     # (formulas/launch_overhead.py eqs. K1, K4), a decode step and the prefill step (its forward and the loop's own

@@ -744,7 +744,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # the engine release's host work per decode step, as fit applied it (estimate/engines.py step_host)
     if sp_peak is not None and any(a.name.endswith("_host_seconds_per_step") for a in sp_peak.assumptions):
         version = job.engine_version if engine == job.engine else None
-        rule = step_host(engine, version)
+        rule = step_host(engine, version, bool(job.engine_settings.async_scheduling) and engine == "vllm")
         if rule is not None:
             spd.add("engine_host_seconds_per_step", f"engine host time per decode step ({rule.versions}"
                     + (f", engine_version {version})" if version else ", the current release)"), rule.seconds or 0.0, "s",

@@ -513,6 +513,9 @@ INFERENCE = (
         F("disable_radix_cache", "bool", "SGLang --disable-radix-cache: no prefix cache; each running request of a "
           "hybrid model holds 1 recurrent-state slot, and with max_num_seqs the state pool is that many slots "
           "(default: on)", True, template=False),
+        F("async_scheduling", "bool", "vLLM --async-scheduling: the next decode step is scheduled while the device "
+          "runs this one, so the engine's host time per step overlaps the device step; an opt-in on vLLM 0.10-0.13 "
+          "(engine_version), the default from 0.14 (default: the release's own)", True, template=False),
         F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
           "with -np N, one stream per sequence", True, template=False),
         F("max_num_seqs", "int", "vLLM --max-num-seqs / SGLang --max-running-requests: sequences run at once, the "

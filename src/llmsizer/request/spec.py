@@ -244,6 +244,7 @@ class EngineSettings:
     mamba_radix_cache_strategy: str | None = None  # SGLang --mamba-radix-cache-strategy (eq. 4b's slots)
     disable_overlap_schedule: bool | None = None  # SGLang --disable-overlap-schedule (eq. 4b's strategy and slots)
     disable_radix_cache: bool | None = None  # SGLang --disable-radix-cache (eq. 4b's 1 slot, eq. 2b'')
+    async_scheduling: bool | None = None  # vLLM --async-scheduling (estimate/engines.py step_host: host step overlapped)
     max_num_seqs: int | None = None  # vLLM --max-num-seqs / SGLang --max-running-requests: the rest queue
     kv_unified: bool | None = None  # llama.cpp -kvu: one KV buffer for all sequences; None: llama-server's with -np N
     # vLLM / SGLang started with their override of the model's window (InferenceWorkload.allow_long_context)

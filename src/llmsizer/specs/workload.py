@@ -97,6 +97,8 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "max_num_seqs": ("vllm", "sglang"), "max_num_batched_tokens": ("vllm", "sglang"),
     "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
     "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
+    # vLLM --async-scheduling: the host step overlapped on 0.10-0.13 (estimate/engines.py VLLM_ASYNC_OPT_IN); a flag
+    "async_scheduling": ("vllm",),
     "fit_target": ("llamacpp",),  # llama.cpp --fit-target: bytes kept free per GPU (estimate/verdict.py eq. 1')
     # the pool engines' override of the model's window (estimate/context_window.py); a flag, unset when False
     "allow_long_context": ("vllm", "sglang"),
@@ -109,7 +111,7 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
 # engine settings that are flags: unset is None or False
-ENGINE_FLAGS = ("allow_long_context", "disable_overlap_schedule", "disable_radix_cache")
+ENGINE_FLAGS = ("allow_long_context", "disable_overlap_schedule", "disable_radix_cache", "async_scheduling")
 _ENGINE_SETTING_VALUES = attrgetter(*(n for n in ENGINE_SETTINGS if n not in LLAMACPP_SPLIT_FIELDS + ENGINE_FLAGS))
 
 
@@ -404,6 +406,32 @@ def refuse_pipeline_engine(engine: str | None, device: str | None, gpu_runtime: 
     refuse_sglang_tpu(engine, gpu_runtime)
 
 
+# The first vLLM release with --async-scheduling, and the first whose explicit flag takes pipeline stages: vLLM
+# 0.10.0-0.11.0 stop at start with both (engine/arg_utils.py 0.10.0:1144-1146, 0.11.0:1295-1297 "Async scheduling is
+# not supported with pipeline-parallel-size > 1"), 0.14.1 too (config/vllm.py:562-568); 0.15.1's check has no
+# pipeline condition left (config/vllm.py:568-588), nor 0.19.1's (:731-753).
+VLLM_ASYNC_SCHEDULING_SINCE = (0, 10)
+VLLM_ASYNC_WITH_PP_SINCE = (0, 15)
+
+
+def refuse_async_scheduling(engine: str | None, version: str | None, pipeline_parallel: int = 1) -> None:
+    """One line where ``async_scheduling`` (vLLM's --async-scheduling) meets a release without the flag (< 0.10) or
+    pipeline stages on a release that stops at them (0.10-0.14); the engine is the workload's check
+    (ENGINE_SETTINGS: vLLM's only)."""
+    if engine != "vllm" or version is None:  # None: the current release (estimate/engines.py CURRENT_VERSION), >= 0.15
+        return
+    v = parse_engine_version(version)
+    if v < VLLM_ASYNC_SCHEDULING_SINCE:
+        raise FieldError("async_scheduling", also=("engine_version",), message=(
+            f"async_scheduling: vLLM {version} has no --async-scheduling: vLLM 0.10.0 added it (vllm/config.py:2358, "
+            "engine/arg_utils.py:821; 0.9.2 has none); give engine_version 0.10 or later, or drop async_scheduling"))
+    if pipeline_parallel > 1 and v < VLLM_ASYNC_WITH_PP_SINCE:
+        raise FieldError("async_scheduling", also=("pipeline_parallel", "engine_version"), message=(
+            f"async_scheduling: vLLM {version} stops at start with --async-scheduling and "
+            "pipeline_parallel above 1 (0.11.0 engine/arg_utils.py:1295-1297, 0.14.1 config/vllm.py:562-568: "
+            "\"Async scheduling is not supported with pipeline-parallel-size > 1\"; 0.15.1 takes both): drop one"))
+
+
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
@@ -451,6 +479,10 @@ class InferenceWorkload:
     disable_radix_cache: SGLang --disable-radix-cache: no prefix cache; a hybrid model's running requests hold 1
         MambaPool slot each, and with max_num_seqs given the MambaPool is max_num_seqs slots (eq. 2b'');
         SGLang only. False by default.
+    async_scheduling: vLLM --async-scheduling: the engine schedules step n + 1 while the device runs step n, so a
+        decode step takes max(device, host) (formulas/speed.py eq. 14; estimate/engines.py VLLM_ASYNC_OPT_IN); an
+        opt-in on vLLM 0.10-0.13, the default from 0.14 (nothing changes there); refused before 0.10 and with
+        pipeline_parallel above 1 before 0.15 (``refuse_async_scheduling``). vLLM only. False by default.
     fit_target: bytes of ``memory`` kept free on each GPU instead of a headroom, as llama.cpp's --fit-target
         (estimate/verdict.py eq. 1'); llama.cpp only; None: ``margin_rule``'s default.
     images: images in each sequence's prompt [images]; their tokens (formulas/vision_tokens.py) add to ``context``.
@@ -527,6 +559,7 @@ class InferenceWorkload:
     mamba_radix_cache_strategy: str | None = None
     disable_overlap_schedule: bool = False  # SGLang --disable-overlap-schedule (eq. 4b's strategy and slots)
     disable_radix_cache: bool = False  # SGLang --disable-radix-cache (eq. 4b: 1 slot; eq. 2b'')
+    async_scheduling: bool = False  # vLLM --async-scheduling (estimate/engines.py step_host: the host step overlapped)
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
@@ -651,7 +684,8 @@ class InferenceWorkload:
         # (the loop only when an engine is named and one of its settings is given: every value read at once, in C)
         settings = () if self.engine is None or (all(map(is_, _ENGINE_SETTING_VALUES(self), repeat(None)))
                                                  and not (self.allow_long_context or self.disable_overlap_schedule
-                                                          or self.disable_radix_cache)) else ENGINE_SETTINGS.items()
+                                                          or self.disable_radix_cache or self.async_scheduling)) \
+            else ENGINE_SETTINGS.items()
         for name, owners in settings:
             if name in LLAMACPP_SPLIT_FIELDS:
                 continue  # refused below with the split's own message
@@ -690,6 +724,8 @@ class InferenceWorkload:
                              message=f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} "
                              "shards a model with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
         refuse_sglang_tpu(self.engine, self.gpu_runtime)
+        if self.async_scheduling:
+            refuse_async_scheduling(self.engine, self.engine_version, self.pipeline_parallel)
         if self.pipeline_parallel > 1:
             refuse_pipeline_engine(self.engine, self.device, self.gpu_runtime)
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),

@@ -283,8 +283,15 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
     check_engine_runs(str(w.engine), fmt, device, spec)
+    if w.async_scheduling:  # recorded: vLLM --async-scheduling moves the speed's host step only (fit), not the memory
+        rule = E.step_host(str(w.engine), w.engine_version, True)
+        est = Estimate(est.kind, est.model, est.items, (*est.assumptions, Assumption(
+            "async_scheduling", True, False,
+            f"given: {rule.versions if rule else 'vLLM'}, the host step overlapped with the device step "
+            "(formulas/speed.py eq. 14; estimate/engines.py step_host), which the speed estimate (fit, recommend, "
+            "plan) reads; the memory is unchanged")), est.warnings, est.details)
     if w.engine_version is not None:  # recorded: the memory is the profile's; the release moves the speed (fit)
-        rule = E.step_host(str(w.engine), w.engine_version)
+        rule = E.step_host(str(w.engine), w.engine_version, w.async_scheduling)
         est = Estimate(est.kind, est.model, est.items, (*est.assumptions, Assumption(
             "engine_version", w.engine_version, False,
             f"{rule.versions if rule else w.engine_version}: picks the engine's host work per decode step "
