@@ -39,8 +39,27 @@ Source: vllm 0.19.1 (PyPI wheel, sha256 71a87f46cafab4489c69a5c5c83b870d0235e569
   219-239, called at model_loader/utils.py:280-285 for a class with a mapper). The same call first splits an entry
   ``path*`` (not ``path.*``) into ``path`` and ``path.*``; ``exclusion_list`` repeats both steps for the families
   with a mapper (``_HF_TO_VLLM``). For the others the split alone would not change what tests 2 and 3 match.
+- Qwen3.5 / Qwen3.6 (``qwen3_5_text``, ``qwen3_5_moe_text``: the text model of ``Qwen3_5ForConditionalGeneration`` /
+  ``Qwen3_5MoeForConditionalGeneration``, models/qwen3_5.py, the only Qwen3.5 classes vLLM 0.19.1 registers,
+  registry.py:515-518). The loader builds the class with the prefix "" (model_loader/utils.py:39-57), so the text
+  model sits at ``language_model.model`` (qwen3_5.py:605-608, :829-832, :481-483) and its layers at
+  ``language_model.model.layers.{i}`` (:237). A Gated DeltaNet layer holds ``linear_attn.in_proj_qkvz`` (the
+  checkpoint's ``in_proj_qkv`` + ``in_proj_z``), ``linear_attn.in_proj_ba`` (``in_proj_b`` + ``in_proj_a``) and
+  ``linear_attn.out_proj``, all built with the quant config (:136-142; layers/mamba/gdn_linear_attn.py:278-310,
+  :351-357, :370-418; its ``conv1d`` without one, :265-270); an attention layer ``self_attn.qkv_proj`` /
+  ``self_attn.o_proj`` (:144-150; qwen3_next.py:235-250); the MLP ``mlp.gate_up_proj`` / ``mlp.down_proj``
+  (:162-169; qwen2_moe.py:86-99) or the MoE block (:157-160)'s FusedMoE ``mlp.experts``, shared MLP ``mlp.shared_expert.gate_up_proj`` /
+  ``.down_proj`` and its router ``mlp.gate`` and ``mlp.shared_expert_gate`` (both ``quant_config=None``)
+  (qwen3_next.py:118-157). The class's ``packed_modules_mapping`` is Qwen3-VL's plus the two GDN fusions
+  (qwen3_5.py:578-581; qwen3_vl.py:1436-1447), and its ``hf_to_vllm_mapper`` Qwen3-VL's (qwen3_vl.py:1452-1458:
+  the prefixes ``model.visual.`` -> ``visual.``, ``lm_head.`` -> ``language_model.lm_head.``,
+  ``model.language_model.`` -> ``language_model.model.``), applied to the list at model_loader/utils.py:280-285
+  (the class is no ``SupportsQuant``). A text-only Qwen3.5 config (no vision tower) is matched at
+  ``model.layers.{i}`` with no mapper, as ``Qwen3_5ForCausalLMBase`` would build it (qwen3_5.py:481-483).
 - Not applied: modelopt.py:195-201 keeps ``vision_tower`` / ``vision_model`` unquantized whatever the list says. None
-  of ``MODELOPT_FAMILIES`` has one.
+  of ``MODELOPT_FAMILIES`` has one. Qwen3.5's vision tower is ``visual`` (qwen3_5.py:598-603), which vLLM quantizes
+  unless the list names it (the NVIDIA releases list ``model.visual*``); llmsizer keeps every vision tensor 16-bit,
+  so a Qwen3.5 list that leaves it quantized is refused (``vision_quantized``).
 """
 
 from __future__ import annotations
@@ -67,12 +86,24 @@ MODELOPT_FAMILIES: dict[str, str] = {
     "deepseek_v2": "shared_experts", "deepseek_v3": "shared_experts", "deepseek_v32": "shared_experts",
     "glm4_moe": "shared_experts", "glm_moe_dsa": "shared_experts",
     "mixtral": "", "nemotron_h": "shared_experts",
+    "qwen3_5_text": "", "qwen3_5_moe_text": "shared_expert",
+}
+
+# The model types whose checkpoint wraps the text model in a multimodal one (module docstring): text model type ->
+# (the top-level model type, the vLLM module path of its decoder layers). Only with a vision tower (``spec.vision``).
+_WRAPPED: dict[str, tuple[str, str]] = {
+    "qwen3_5_text": ("qwen3_5", "language_model.model.layers"),
+    "qwen3_5_moe_text": ("qwen3_5_moe", "language_model.model.layers"),
 }
 
 # model type -> vLLM's model-class ``hf_to_vllm_mapper`` as (``orig_to_new_substr``, ``orig_to_new_prefix``) pairs,
 # for the MODELOPT_FAMILIES whose class has one (module docstring): nemotron_h.py:797-800
 _HF_TO_VLLM: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
     "nemotron_h": ((("A_log", "A"), ("embeddings", "embed_tokens")), (("backbone", "model"),)),
+    # Qwen3_5(Moe)ForConditionalGeneration: Qwen3-VL's mapper (qwen3_vl.py:1452-1458)
+    **dict.fromkeys(("qwen3_5", "qwen3_5_moe"), ((), (("model.visual.", "visual."),
+                                                       ("lm_head.", "language_model.lm_head."),
+                                                       ("model.language_model.", "language_model.model.")))),
 }
 
 # tensor role (formulas/tensors.py) -> the module path under model.layers.{i}; "{shexp}": the family's shared MLP
@@ -101,6 +132,11 @@ _FAMILY_MODULES: dict[str, dict[str, str]] = {
         "ffn_shexp_up": "mixer.shared_experts.up_proj", "ffn_shexp_down": "mixer.shared_experts.down_proj",
         "ffn_latent_in": "mixer.fc1_latent_proj", "ffn_latent_out": "mixer.fc2_latent_proj",
     },
+    # Qwen3.5: the two ssm_in tensors (in_proj_qkv, in_proj_z) fuse into in_proj_qkvz, the two ssm_ba ones
+    # (in_proj_b, in_proj_a) into in_proj_ba (packed_modules)
+    **dict.fromkeys(("qwen3_5_text", "qwen3_5_moe_text"), {
+        **_MODULE_OF_ROLE, "ssm_in": "linear_attn.in_proj_qkv", "ssm_ba": "linear_attn.in_proj_b",
+        "ssm_out": "linear_attn.out_proj"}),
 }
 
 
@@ -108,10 +144,12 @@ def packed_modules(spec: ModelSpec) -> dict[str, tuple[str, ...]]:
     """vLLM's ``packed_modules_mapping`` for ``spec``: fused module name -> its checkpoint shards (module
     docstring). DeepSeek fuses ``q_a_proj`` and ``kv_a_proj_with_mqa`` only with a q LoRA rank
     (deepseek_v2.py:1330-1337); Mixtral and Nemotron-H fuse only ``qkv_proj`` (mixtral.py:486-492,
-    nemotron_h.py:802-808)."""
+    nemotron_h.py:802-808); Qwen3.5 adds its Gated DeltaNet pairs (qwen3_5.py:452-462, :578-581)."""
     if spec.model_type in ("mixtral", "nemotron_h"):
         return {"qkv_proj": ("q_proj", "k_proj", "v_proj")}
     out = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+    if spec.model_type in _WRAPPED:  # Qwen3.5 (qwen3_5.py:452-462, :578-581): the GDN input projections
+        out |= {"in_proj_qkvz": ("in_proj_qkv", "in_proj_z"), "in_proj_ba": ("in_proj_b", "in_proj_a")}
     if spec.mla is not None and spec.mla.q_lora_rank:
         out["fused_qkv_a_proj"] = ("q_a_proj", "kv_a_proj_with_mqa")
     return out
@@ -171,7 +209,15 @@ def layer_module(spec: ModelSpec, role: str, layer: int) -> str | None:
     module = _FAMILY_MODULES.get(spec.model_type, _MODULE_OF_ROLE).get(role)
     if shexp is None or module is None:
         return None
-    return f"model.layers.{layer}." + _fused_name(module.format(shexp=shexp), packed_modules(spec))
+    layers = _WRAPPED[spec.model_type][1] if vllm_model_type(spec) != spec.model_type else "model.layers"
+    return f"{layers}.{layer}." + _fused_name(module.format(shexp=shexp), packed_modules(spec))
+
+
+def vllm_model_type(spec: ModelSpec) -> str:
+    """The model type whose vLLM class builds ``spec`` (module docstring): the top-level (multimodal) one for a Qwen3.5
+    text model read with its vision tower, else ``spec.model_type``. Keys ``_HF_TO_VLLM``."""
+    wrapped = _WRAPPED.get(spec.model_type)
+    return wrapped[0] if wrapped is not None and spec.vision is not None else spec.model_type
 
 
 def modelopt_quant_algo(q: Mapping[str, Any]) -> str | None:
@@ -199,7 +245,7 @@ def modelopt_exclude_list(q: Mapping[str, object]) -> list[str]:
 
 
 def exclusion_list(model_type: str, patterns: Sequence[str]) -> list[str]:
-    """``patterns`` as vLLM holds them for a model of ``model_type`` once ``apply_vllm_mapper`` (vllm 0.19.1
+    """``patterns`` as vLLM holds them for a model of ``model_type`` (``vllm_model_type``) once ``apply_vllm_mapper`` (vllm 0.19.1
     modelopt.py:219-239) has run: for a family with an ``hf_to_vllm_mapper`` (``_HF_TO_VLLM``), each ``path*`` split
     into ``path`` and ``path.*``, then each entry renamed by ``WeightsMapper._map_name`` (models/utils.py:62-91:
     every substring rule, first occurrence, then every prefix rule); unchanged for any other."""
@@ -225,6 +271,18 @@ def exclusion_list(model_type: str, patterns: Sequence[str]) -> list[str]:
     return out
 
 
+def vision_quantized(spec: ModelSpec) -> bool:
+    """Whether vLLM quantizes the vision tower of ``spec``'s ModelOpt NVFP4 config, which llmsizer keeps 16-bit
+    (module docstring): a Qwen3.5 model read with its tower (``visual``: qwen3_5.py:598-603, its linears built with
+    the quant config, qwen3_vl.py:185-203) whose list does not keep the first block's ``attn.qkv`` unquantized."""
+    q = spec.quantization_config
+    vllm_type = vllm_model_type(spec)
+    if vllm_type == spec.model_type or modelopt_quant_algo(q) != "NVFP4":
+        return False
+    patterns = exclusion_list(vllm_type, modelopt_exclude_list(q))
+    return not modelopt_excluded("visual.blocks.0.attn.qkv", patterns, packed_modules(spec))
+
+
 @lru_cache(maxsize=256)
 def excluded_roles(spec: ModelSpec) -> tuple[frozenset[str], ...]:
     """Per decoder layer of ``spec``, the tensor roles its ModelOpt NVFP4 config keeps unquantized: the quantizable
@@ -236,7 +294,7 @@ def excluded_roles(spec: ModelSpec) -> tuple[frozenset[str], ...]:
     patterns = modelopt_exclude_list(q) if modelopt_quant_algo(q) == "NVFP4" else []
     if not patterns or spec.model_type not in MODELOPT_FAMILIES:
         return ()
-    patterns = exclusion_list(spec.model_type, patterns)
+    patterns = exclusion_list(vllm_model_type(spec), patterns)
     packed = packed_modules(spec)
     out: list[set[str]] = [set() for _ in range(spec.num_layers)]
     seen: dict[str, bool] = {}

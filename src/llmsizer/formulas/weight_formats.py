@@ -57,7 +57,13 @@ from ..errors import InputError
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
 from .dtypes import DTYPE_BYTES
-from .modelopt_exclusions import MODELOPT_FAMILIES, excluded_roles, modelopt_exclude_list, modelopt_quant_algo
+from .modelopt_exclusions import (
+    MODELOPT_FAMILIES,
+    excluded_roles,
+    modelopt_exclude_list,
+    modelopt_quant_algo,
+    vision_quantized,
+)
 from .params import routed_share
 from .tensors import Tensor, layer_groups, model_tensors
 
@@ -808,6 +814,14 @@ _NVFP4_KEPT_ANYWAY = re.compile(r"(^|\.)(lm_head|embed_tokens|gate|shared_expert
                                 r"|(^|\.)(vision_tower|vision_model|embed_vision|multi_modal_projector)(\.|$)")
 
 
+# What a user can do about a quantized checkpoint whose quantization_config is refused: any --weights is sized on the
+# checkpoint as published (its stored format is read first), so only the unquantized base model sizes in another one
+def _base_model_hint(fmt: str) -> str:
+    """The refusal's hint: size the unquantized base model in ``fmt`` (every quantizable matrix in it)."""
+    return (f"To size it anyway, give the unquantized base model's config (no quantization_config) with --weights "
+            f"{fmt}: every quantizable matrix in {fmt}, not this release's per-layer mix")
+
+
 def modelopt_nvfp4_check(name: str, q: dict[str, Any], model_type: str | None = None) -> None:
     """Refuse (InputError, one line) a ModelOpt NVFP4 quantization config eq. N1 would not size as published:
 
@@ -834,8 +848,8 @@ def modelopt_nvfp4_check(name: str, q: dict[str, Any], model_type: str | None = 
     for entry in modelopt_exclude_list(q):
         if not _NVFP4_KEPT_ANYWAY.search(entry.rstrip("*").rstrip(".")):
             raise InputError(f"{name}: NVFP4 exclude_modules entry {entry!r} keeps a quantizable layer 16-bit; "
-                             f"per-layer exclusions are modelled for {', '.join(sorted(MODELOPT_FAMILIES))} only "
-                             "(give --weights to size one format throughout)")
+                             f"per-layer exclusions are modelled for {', '.join(sorted(MODELOPT_FAMILIES))} only. "
+                             f"{_base_model_hint('nvfp4')}")
 
 
 def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
@@ -850,11 +864,19 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
         return "fp8", GROUP_SIZE_DEFAULT, "quantization_config ModelOpt quant_algo FP8 (per-tensor scales)"
     if algo == "NVFP4":
         modelopt_nvfp4_check(spec.name, q, spec.model_type)
+        if vision_quantized(spec):
+            raise InputError(f"{spec.name}: its NVFP4 exclude_modules leaves the vision tower (model.visual) quantized, "
+                             "which vLLM then builds in NVFP4; only a 16-bit vision tower is modelled (list "
+                             "'model.visual*', as NVIDIA's releases do)")
         kept = sum(len(k) for k in excluded_roles(spec))  # raises where vLLM does (a fused layer half listed)
         return "nvfp4", NVFP4_GROUP_SIZE, ("quantization_config ModelOpt quant_algo NVFP4 (group 16 fp8 scales; "
                                            + (f"exclude_modules keeps {kept} layer matrices 16-bit, matched as vLLM "
                                               "matches them" if kept else "exclude_modules all kept 16-bit by the "
                                               "format's rule") + ")")
+    if algo == "MIXED_PRECISION":  # a per-module format map, as nvidia's Qwen3.6 NVFP4 releases write
+        raise InputError(f"{spec.name}: ModelOpt quant_algo MIXED_PRECISION (a per-layer format map in "
+                         "quantized_layers) is not supported: only one ModelOpt format throughout (FP8 or NVFP4, with "
+                         f"exclude_modules) is sized. {_base_model_hint('nvfp4')}")
     if algo is not None:
         raise InputError(f"{spec.name}: ModelOpt quant_algo {algo!r} is not supported (ModelOpt FP8 and NVFP4 only)")
     if method == "fp8":
