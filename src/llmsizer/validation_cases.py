@@ -3338,18 +3338,38 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
 # caching allocator's reserve reach its memory, so the length is solved under metric 'nvidia-smi' with no headroom
 # (the README's "GPU VRAM" taken as GiB). The range: the length at the memory range's high end .. at its low end.
 MAX_CONTEXT_FILE = "unsloth_max_context.csv"
+# Arctic Long Sequence Training's single-H100 recipes (validation/alst_max_context.csv: snowflakedb/ArcticTraining
+# projects/sequence-parallelism @5885b9f8): the length each recipe's max_length ran at, the H100's 79.65 GiB (the
+# catalog's h100-sxm); its rows are packed to max_length under expandable segments, so the allocator's reserve is the
+# fixed-shape one (batch_shapes 'fixed'). Ulysses sequence parallelism (the 8- and 32-GPU rows) is not expressed.
+ALST_CONTEXT_FILE = "alst_max_context.csv"
+ALST = dict(method="full", micro_batch=1, zero=3, offload="params", grad_checkpointing="full", attention="flash",
+            batch_shapes="fixed")
 UNSLOTH_QLORA = dict(method="qlora", rank=32, targets="q,k,v,o,gate,up,down", micro_batch=1,
                      grad_checkpointing="full", attention="flash")
 MAX_CONTEXT_RECIPES: dict[str, dict[str, Any]] = {
     "hf-fa2": UNSLOTH_QLORA,
     "unsloth": dict(UNSLOTH_QLORA, loss="cut-ce", checkpoint_offload=True, kernels="unsloth"),
+    # Liger's fused linear cross-entropy stated as cut-ce (no [tokens, vocab] tensor); Liger's RMSNorm and RoPE
+    # kernels are not modelled (transformers' RMSNorm tensors counted)
+    "alst": dict(ALST, loss="cut-ce", checkpoint_offload=True, tiled_mlp=True),
+    "alst-baseline": ALST,
 }
 MAX_CONTEXT_NOTES = {
     "hf-fa2": "PEFT prepare_model_for_kbit_training (embeddings, norms, lm_head in fp32), transformers' loss, every "
               "layer checkpointed; nvidia-smi metric (CUDA context + the allocator's reserve), no headroom",
     "unsloth": "Unsloth's kernels, cut cross-entropy, checkpointed layer inputs offloaded to host RAM; nvidia-smi "
                "metric (CUDA context + the allocator's reserve), no headroom",
+    "alst": "ZeRO-3 with parameters and optimizer offloaded, checkpointed layer inputs in host RAM, TiledMLP, Liger's "
+            "fused loss as cut-ce (Liger's RMSNorm not modelled), flash-attn 2; nvidia-smi metric, fixed shapes "
+            "(packed rows, expandable segments), no headroom; 500K ran, 555K stopped on a Triton illegal memory access "
+            "(not an out-of-memory): a length that ran, not the measured limit",
+    "alst-baseline": "ZeRO-3 with parameters and optimizer offloaded, every layer checkpointed, transformers' loss, "
+                     "flash-attn 2; nvidia-smi metric, fixed shapes (packed rows, expandable segments), no headroom; "
+                     "the recipe's own 'close to oom' length",
 }
+MAX_CONTEXT_NAMES = {"hf-fa2": "Hugging Face + FA2 (PEFT)", "unsloth": "Unsloth", "alst": "ALST",
+                     "alst-baseline": "ALST baseline (Hugging Face, ZeRO-3 offload)"}
 # the README's "GPU VRAM" column as the row's note names it (review23a D10): its 'GB' taken as GiB, which moves the 80 GB
 # row by 0.35 GiB against an H100's 79.65 GiB
 MAX_CONTEXT_MEMORY_NOTE = "card memory taken as {gb} GiB (the README's '{gb} GB')"
@@ -3367,16 +3387,21 @@ def max_context_prediction(row: dict[str, str], level: str = "expected") -> int:
 
 def max_context_cases(data: str | Path | None = None) -> list[Case]:
     out = []
-    for r in _read_csv(str(data_dir(data) / MAX_CONTEXT_FILE)):
-        # the memory range's high end gives the shortest length, its low end the longest
-        low, pred, high = (max_context_prediction(r, level) for level in ("high", "expected", "low"))
-        meas = float(r["max_context"])
-        name = {"hf-fa2": "Hugging Face + FA2 (PEFT)", "unsloth": "Unsloth"}[r["recipe"]]
-        out.append(Case(r["id"], MAX_TRAINING_CONTEXT, f"{name} {r['model']} QLoRA r32 on {r['gpu_vram_gb']} GB",
-                        float(pred), meas, "tokens", *within_tolerance(MAX_TRAINING_CONTEXT, pred, meas),
-                        source=r["source"], no_band=MAX_CONTEXT_NO_BAND,
-                        note=f"{MAX_CONTEXT_NOTES[r['recipe']]}; {MAX_CONTEXT_MEMORY_NOTE.format(gb=r['gpu_vram_gb'])}",
-                        span=(float(low), float(high))))
+    for file in (MAX_CONTEXT_FILE, ALST_CONTEXT_FILE):
+        for r in _read_csv(str(data_dir(data) / file)):
+            # the memory range's high end gives the shortest length, its low end the longest
+            low, pred, high = (max_context_prediction(r, level) for level in ("high", "expected", "low"))
+            meas = float(r["max_context"])
+            name = MAX_CONTEXT_NAMES[r["recipe"]]
+            if file == MAX_CONTEXT_FILE:
+                label = f"{name} {r['model']} QLoRA r32 on {r['gpu_vram_gb']} GB"
+                note = f"{MAX_CONTEXT_NOTES[r['recipe']]}; {MAX_CONTEXT_MEMORY_NOTE.format(gb=r['gpu_vram_gb'])}"
+            else:
+                label = f"{name} {r['model']} full fine-tune on 1x H100 ({r['gpu_vram_gb']} GiB)"
+                note = MAX_CONTEXT_NOTES[r["recipe"]]
+            out.append(Case(r["id"], MAX_TRAINING_CONTEXT, label, float(pred), meas, "tokens",
+                            *within_tolerance(MAX_TRAINING_CONTEXT, pred, meas), source=r["source"],
+                            no_band=MAX_CONTEXT_NO_BAND, note=note, span=(float(low), float(high))))
     return out
 
 

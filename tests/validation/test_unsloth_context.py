@@ -76,7 +76,7 @@ def test_hugging_face_fa2_max_context(row: dict[str, str]) -> None:
 
 def test_validate_reports_every_row_as_the_tests_predict_it() -> None:
     """`llmsizer validate` lists each row under its own kind with the length these tests predict and the range."""
-    cases = {c.id: c for c in max_context_cases()}
+    cases = {c.id: c for c in max_context_cases() if c.id.startswith("UC")}  # (AS: test_alst_context.py)
     assert sorted(cases) == sorted(r["id"] for r in ROWS)
     for r in ROWS:
         c, gb = cases[r["id"]], float(r["gpu_vram_gb"])

@@ -562,6 +562,10 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         f"(needs --fsdp) or, under a megatron precision, Megatron-Core's (default {TW.context_parallel})")
     g.add_argument("--activation-offload", action="store_true", default=None,
                    help="saved activations offloaded to host memory (torchtune enable_activation_offloading)")
+    g.add_argument("--tiled-mlp", action="store_true", default=None,
+                   help="each dense gated MLP run over ceil(seq / hidden) sequence shards, keeping only its input "
+                        "(Arctic Long Sequence Training: DeepSpeed TiledMLP, ArcticTraining tiled_mlp_compute); "
+                        "full fine-tuning, no --tp")
     g.add_argument("--float8", action="store_true", default=None,
                    help="torchao float8 linears; with --fsdp (FSDP2) the linears' weights are all-gathered in float8")
     g.add_argument("--float8-recipe", choices=FLOAT8_RECIPES,
@@ -602,7 +606,7 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "gradient_accumulation_fusion", "moe_router_fusion", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",
-                   "activation_offload", "float8", "float8_recipe", "fp8_param_gather", "compile", "compile_scope",
+                   "activation_offload", "tiled_mlp", "float8", "float8_recipe", "fp8_param_gather", "compile", "compile_scope",
                    "batch_shapes")
 
 

@@ -59,6 +59,15 @@ r = residual-stream element size (the embedding's dtype):
   tensor even at the default offset 0.0, transformer_config.py line 231) and fc2's input;
   fp8 (TE saves fc2's input quantized, 1 B per element, linear.py lines 428-436, 616; ``activation_func_fp8_input_store``
   the fused function's input in fp8, fused_bias_swiglu.py line 232); llmsizer's Megatron precisions are bf16 / fp16.
+- TiledMLP (``st.mlp_shards`` > 0; Arctic Long Sequence Training, Bekman et al. 2025, arXiv 2506.13996 section
+  3.2; DeepSpeed ``deepspeed/runtime/sequence_parallel/ulysses_sp.py`` @edaa7221 ``TiledMLP``, lines 943-1062, applied
+  to a model's MLP class by ArcticTraining ``tiled_mlp_compute``): the dense gated MLP runs over ``ceil(s / h)``
+  sequence shards under ``torch.no_grad`` (:func:`tiled_mlp_shards`) and saves only its input::
+
+      tiled MLP per layer:  r t h                                                                      (TM1)
+
+  each shard's tensors exist inside the MLP's backward only, one shard at a time (eq. TM2,
+  :func:`tiled_mlp_backward_bytes`).
 - MoE (grouped_mm experts, transformers ``integrations/moe.py``): router input, fp32 router probabilities
   (4 t E), then for the S = t k routed token copies: gathered inputs (S h), gate_up output (2 S I), act
   output and product (2 S I) and the expert output kept for the routing-weight product (S h), in the
@@ -254,6 +263,8 @@ class ActivationSetup:
     megatron_te: bool = False
     # Megatron's selective recompute modules (TrainingWorkload.recomputed_modules); empty: ``checkpointing`` alone
     recompute: frozenset[str] = field(default_factory=frozenset)
+    # TiledMLP's shard count (eq. TM1, :func:`tiled_mlp_shards`); 0: the MLP runs over the whole sequence at once
+    mlp_shards: int = 0
 
     @property
     def tokens(self) -> int:
@@ -902,6 +913,9 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
     ts = _div(t, st.tp) if st.sp else t
     out: list[Term] = []
     gated = spec.mlp_gated
+    if st.mlp_shards:  # eq. TM1: TiledMLP saves its input x only; the shards' tensors live inside its backward (A3)
+        return [] if input_counted else [Term(f"{name} input (TiledMLP: x only, {st.mlp_shards} shards)",
+                                              ts * h * st.residual, f"{ts} x {h} x {st.residual} B (eq. TM1)")]
     consumers = roles[:2] if gated else roles[1:2]
     n_in = 0 if input_counted else _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c),
                                                  input_grad=input_grad)
@@ -1182,6 +1196,54 @@ def mamba_layer_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     return out
 
 
+TILED_MLP_SOURCE = ("DeepSpeed deepspeed/runtime/sequence_parallel/ulysses_sp.py @edaa7221 TiledMLP (lines 943-1062; "
+                    "the shard rule line 965); ArcticTraining arctic_training/model/tiled_compute.py @b28638e6 "
+                    "tiled_mlp_forward_common (lines 48-81)")
+
+
+def tiled_mlp_shards(seq: int, hidden: int) -> int:
+    """TiledMLP's shard count: ``num_shards = math.ceil(seqlen / hidden)`` (DeepSpeed ulysses_sp.py @edaa7221 line 965,
+    the docstring's patch of LlamaMLP; ArcticTraining tiled_compute.py @b28638e6 line 56, ``num_shards='auto'``), the
+    sequence length being the rank's own (its Ulysses / context-parallel shard), so that a shard's [S, h] input is
+    about h x h elements. At least 1.
+
+    >>> tiled_mlp_shards(500_000, 4096)
+    123
+    """
+    return max(1, -(-seq // hidden))
+
+
+def tiled_mlp_backward_bytes(tokens: int, hidden: int, inter: int, shards: int, compute: int, x_bytes: int,
+                             autocast: bool = False) -> int:
+    """Eq. (TM2): the most bytes alive inside a gated (SwiGLU) MLP's backward under DeepSpeed's TiledMLP [B], beyond
+    the input x it saved (eq. TM1) and the gradient arriving at its output (A3 adds that one).
+
+    ``TiledMLP.forward`` (DeepSpeed ulysses_sp.py @edaa7221 lines 988-1010) saves only x (line 1001) and runs the MLP
+    over ``torch.chunk(x, shards)`` under ``torch.no_grad`` (lines 1004-1006): nothing of the shards is kept. Its
+    backward (lines 1012-1062) allocates ``x_grad = torch.zeros_like(x)`` (line 1031, x's dtype) and, shard by
+    shard (S = ceil(t / shards) tokens, ``torch.chunk`` line 1033), recomputes ``output = fn(self, x_shard)`` with
+    grad enabled (line 1057: the shard's act input, act output, up output and product, and its [S, h] output, held
+    by ``output`` through its backward) and runs ``torch.autograd.backward(output, incoming_grad_shard)`` (line 1058),
+    the input gradient accumulated in place into the ``x_grad`` slice set as ``x_shard.grad`` (line 1054). The
+    peak is at ``mul``'s backward, as in A3's MLP: down_proj's node has run and released the product it saved (the
+    engine frees a node's saved tensors once it has run, retain_graph False), so three saved [S, I] (act input, act
+    output, up output) live beside A3's phases on S tokens::
+
+        S = ceil(t / shards)
+        TM2 = x_t t h + c S h + 3 c S I + max(3 c S I, 2 c S I + c S h, c S I + 2 c S h, 3 c S h)
+              [+ 2 c S h under autocast: gate_proj's and up_proj's casts of the shard's input; not traced]
+
+    (x_t: x's element size; measured to the byte on a CPU trace of a re-implementation of TiledMLP,
+    tests/formulas/test_tiled_mlp.py). The weight gradients are counted apart, as in A3.
+    """
+    s = -(-tokens // shards)
+    c = compute
+    phases = max(3 * c * s * inter, 2 * c * s * inter + c * s * hidden, c * s * inter + 2 * c * s * hidden,
+                 3 * c * s * hidden)
+    return x_bytes * tokens * hidden + c * s * hidden + 3 * c * s * inter + phases + (2 * c * s * hidden if autocast
+                                                                                       else 0)
+
+
 def checkpoint_input_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
     """Bytes a fully checkpointed layer keeps: its input hidden state (r t h; split by SP)."""
     t = _div(st.tokens, st.tp) if st.sp else st.tokens
@@ -1244,6 +1306,9 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
     if spec.moe_layers[layer] and spec.moe is not None:
         mlp = 3 * t * spec.moe.experts_per_token * _div(spec.moe.expert_intermediate_size, st.tp) * st.expert
         mlp += 3 * t * _div(spec.moe.shared_intermediate_size, st.tp) * c
+    elif st.mlp_shards:
+        mlp = tiled_mlp_backward_bytes(t, h, _div(spec.intermediate_size, st.tp), st.mlp_shards, c, r,
+                                       autocast=st.autocast)
     else:
         inter = _div(spec.intermediate_size, st.tp)
         mlp = max(3 * c * t * inter, 2 * c * t * inter + c * t * h, c * t * inter + 2 * c * t * h, 3 * c * t * h)

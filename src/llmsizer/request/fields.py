@@ -388,6 +388,8 @@ TRAINING = (
             "or Megatron-Core's under a megatron precision",
             template=False, minimum=1),
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
+          F("tiled_mlp", "bool", "each dense gated MLP over ceil(seq / hidden) sequence shards (DeepSpeed TiledMLP, "
+            "Arctic Long Sequence Training)", template=False),
           F("float8", "bool", "torchao float8 training (float8 all-gather with FSDP)", template=False),
           F("float8_recipe", "enum", "with float8: torchao Float8Linear (tensorwise, rowwise, rowwise with bf16 "
             "grad_weight) or transformer-engine te.Linear (delayed scaling; -current: current scaling; -mxfp8: "

@@ -131,6 +131,7 @@ class TrainingSettings:
     grad_sync: str | None = None
     context_parallel: int | None = None
     activation_offload: bool | None = None
+    tiled_mlp: bool | None = None
     float8: bool | None = None
     float8_recipe: str | None = None
     fp8_param_gather: bool | None = None

@@ -751,6 +751,9 @@ class TrainingWorkload:
         over dp x cp).
     activation_offload: saved activations copied to pinned host memory in the forward and brought back in the
         backward (torchtune ``OffloadActivations``; ``formulas/activation_offload.py``).
+    tiled_mlp: each dense gated (SwiGLU) MLP runs over ceil(seq / hidden) sequence shards and keeps only its input
+        (Arctic Long Sequence Training: DeepSpeed ``TiledMLP``, ArcticTraining ``tiled_mlp_compute``;
+        formulas/training_activations.py eqs. TM1, TM2). Full fine-tuning, no tensor parallelism, PyTorch kernels.
     float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP2 the linears'
         weights are all-gathered in float8; ``formulas/float8_training.py``).
     float8_recipe: with float8, whose float8 linears: 'torchao' (``Float8Linear``, dynamic tensorwise scaling),
@@ -886,6 +889,7 @@ class TrainingWorkload:
     fsdp1_lora_wrap: str = "adapters-apart"
     context_parallel: int = 1
     activation_offload: bool = False
+    tiled_mlp: bool = False
     float8: bool = False
     float8_recipe: str = "torchao"
     # Megatron --fp8-param-gather (None: off, Megatron-LM's flag default; Bridge's fp8 recipes set it; ``fp8_params``)
@@ -1044,6 +1048,12 @@ class TrainingWorkload:
                      "overlap_grad_reduce", "overlap_param_gather"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
+        if not isinstance(self.tiled_mlp, bool):
+            raise InputError(f"tiled_mlp: {not_true_or_false(self.tiled_mlp)}")
+        if self.tiled_mlp and (self.method != "full" or self.tp > 1 or self.kernels != "pytorch"
+                               or self.precision in MEGATRON_PRECISIONS):
+            raise InputError("tiled_mlp (DeepSpeed TiledMLP, as ArcticTraining applies it) is modelled for full "
+                             "fine-tuning with the PyTorch MLP, no tensor parallelism and no megatron precision")
         if self.activation_offload and self.checkpoint_offload:
             raise InputError("give activation_offload (torchtune: every saved activation to host memory) or "
                              "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")

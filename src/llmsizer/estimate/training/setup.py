@@ -38,7 +38,7 @@ from ...formulas.tensor_parallel import (
     resident_expert_tp,
     training_tp_framework,
 )
-from ...formulas.training_activations import ActivationSetup
+from ...formulas.training_activations import TILED_MLP_SOURCE, ActivationSetup, tiled_mlp_shards
 from ...formulas.training_states import (
     BNB_BLOCKSIZE,
     BNB_BLOCKSIZE_SOURCE,
@@ -104,6 +104,7 @@ _WHY = {
                         "fsdp_auto_wrap_policy): frozen layer units without gradients"),
     "context_parallel": "each sequence on one device (no context parallelism)",
     "activation_offload": "saved activations stay on the device",
+    "tiled_mlp": "each MLP runs over the whole sequence at once, keeping its [tokens, intermediate] tensors",
     "float8": "bf16 linears (no torchao float8)",
     "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
@@ -213,6 +214,10 @@ MEGATRON_ATTENTION_KERNEL_WHY = ("TransformerEngine's own backend choice in Mega
                                  "(attention_backend auto): cuDNN's fused attention on sm90 and later, FlashAttention "
                                  "below (formulas/sdpa_dispatch.py te_attention_backend; "
                                  f"{TE_ATTENTION_SOURCE}); attention_kernel_timed names the kernel timed on the device")
+
+
+TILED_MLP_DURATION_WARNING = ("tiled_mlp: memory only; the duration leaves out TiledMLP's extra forward of every MLP "
+                              "(its backward recomputes each shard: " + TILED_MLP_SOURCE + ")")
 
 
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
@@ -571,7 +576,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("recompute_modules",))
     if w.grad_checkpointing == "full":
         record_workload(w, acc, ("checkpoint_offload", "checkpoint_impl"))
-    record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
+    record_workload(w, acc, ("compile", "activation_offload", "tiled_mlp", "float8", "context_parallel"))
     if w.float8:
         record_workload(w, acc, ("float8_recipe",))
         if w.precision in MEGATRON_PRECISIONS and w.float8_recipe in TE_RECIPES:
@@ -776,8 +781,16 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     elif w.mamba_path is not None:
         raise FieldError("mamba_path", f"mamba_path applies to models with Mamba layers; {spec.name!r} has none "
                          "(drop it)")
+    mlp_shards = 0
+    if w.tiled_mlp:
+        if (spec.moe is not None or not spec.mlp_gated or spec.encoder_decoder is not None or spec.gemma3n is not None
+                or spec.recurrent is not None or spec.parallel_block):
+            raise NotModelledError("tiled_mlp", f"tiled_mlp is modelled for decoders whose every layer has a dense gated (SwiGLU) "
+                                   f"MLP (Llama, Qwen, Mistral); {spec.name} has another layout")
+        mlp_shards = tiled_mlp_shards(local_tokens(w.seq_len, w.context_parallel), spec.hidden_size)
+        acc.warnings.append(TILED_MLP_DURATION_WARNING)
     act = ActivationSetup(
-        target=target, mamba_path=mamba_path, batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
+        mlp_shards=mlp_shards, target=target, mamba_path=mamba_path, batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,
