@@ -151,3 +151,17 @@ def test_the_format_needs_the_checkpoints_config() -> None:
     spec = spec_from_config(LLAMA, name="plain")
     with pytest.raises(InputError, match="quantization_config"):
         weight_bytes(spec, "compressed-tensors")
+
+
+def test_engines_hold_the_compressed_bytes_and_transformers_the_decompressed() -> None:
+    """vLLM loads the compressed tensors as stored; transformers decompresses them on the first forward pass
+    (transformers 5.24.0 quantizer_compressed_tensors.py:40-49, compressed-tensors add_decompress_hook), so it holds
+    the checkpoint's dtype."""
+    from llmsizer import estimate_inference
+
+    spec = _spec(CASES["w4a16_g128"])
+    vllm = estimate_inference(spec, engine="vllm", memory=8 * 2**30)
+    assert vllm.item("weights").bytes == weight_bytes(spec, "compressed-tensors").total
+    hf = estimate_inference(spec, engine="transformers", memory=8 * 2**30)
+    assert hf.item("weights").bytes == weight_bytes(spec, "bf16").total
+    assert any("decompresses a compressed-tensors" in w for w in hf.warnings)

@@ -33,6 +33,7 @@ from functools import lru_cache
 
 from ..catalog.hardware import Device
 from ..errors import FieldError, InputError
+from ..formulas.compressed_tensors import CT_METHOD
 from ..formulas.nf4_quantization import fused_experts_kept
 from ..formulas.params import count_params
 from ..formulas.vllm_mxfp4 import vllm_mxfp4_resident_extra
@@ -219,6 +220,16 @@ MXFP4_EXPERTS_ONLY = ("MXFP4 quantizes only MoE experts (vLLM quantization/mxfp4
 # pre-quantized NVFP4 checkpoints is not supported yet."); llama.cpp runs GGUF files (its refusal of a non-GGUF
 # format is ``engine_weights``'s).
 NVFP4_ENGINES = ("vllm", "sglang")
+
+
+# transformers serves a compressed-tensors checkpoint decompressed: transformers 5.24.0 (PyPI wheel) quantizers/
+# quantizer_compressed_tensors.py:40-49 (``dequantize=False``, the default, "leaves them compressed and lets
+# compressed-tensors decompress them on the first forward pass"; FP8 kept only with the opt-in
+# ``use_optimized_inference``), done by compressed-tensors 0.20.1 compressors/model_compressors/model_compressor.py
+# ``add_decompress_hook`` :256-280 (a forward pre-hook that runs ``decompress_model`` on the first forward, :176-180):
+# from the first token on, the weights are held in the checkpoint's dtype.
+CT_TRANSFORMERS_SOURCE = ("transformers 5.24.0 quantizers/quantizer_compressed_tensors.py:40-49; compressed-tensors "
+                          "0.20.1 model_compressor.py add_decompress_hook :256-280")
 
 
 def nvfp4_refused(engine: str, fmt: str) -> str | None:
@@ -584,6 +595,11 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
         out.warnings.append(f"{engine} dequantizes GGUF files on load (transformers docs 'GGUF and interaction "
                             f"with Transformers'); weights counted in bf16 instead of {fmt}")
         fmt = "bf16"
+    elif engine == "transformers" and fmt == CT_METHOD:
+        plain, _why = dtype_format(spec)
+        out.warnings.append(f"transformers decompresses a compressed-tensors checkpoint on its first forward pass "
+                            f"({CT_TRANSFORMERS_SOURCE}); weights counted in {plain} instead of {fmt}")
+        fmt = plain
     if fmt in GROUPED:
         out.assumptions.append(Assumption("group_size", out.group_size, weights is None or not group_size_given,
                                           f"quantization group size (GPTQ/AWQ default {GROUP_SIZE_DEFAULT})"))
