@@ -165,3 +165,15 @@ def test_engines_hold_the_compressed_bytes_and_transformers_the_decompressed() -
     hf = estimate_inference(spec, engine="transformers", memory=8 * 2**30)
     assert hf.item("weights").bytes == weight_bytes(spec, "bf16").total
     assert any("decompresses a compressed-tensors" in w for w in hf.warnings)
+
+
+def test_vllm_gates_compressed_tensors_at_turing() -> None:
+    """vLLM 0.19.1 asks compute capability 7.5 of every scheme sized here (estimate/formats.py VLLM_MIN_CAPABILITY):
+    a T4 (7.5) loads the W4A16 checkpoint, a V100 (7.0) is refused."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.formats import engine_refuses
+
+    spec, cat = _spec(CASES["w4a16_g128"]), builtin_catalog()
+    assert engine_refuses("vllm", "compressed-tensors", cat.device("t4"), spec) is None
+    why = engine_refuses("vllm", "compressed-tensors", cat.device("v100"), spec)
+    assert why is not None and "7.5" in why

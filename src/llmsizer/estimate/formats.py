@@ -66,7 +66,13 @@ GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m
 # vLLM issues vllm#1488 and vllm#4202 show the refusal on a V100 (capability 70).
 # ModelOpt NVFP4: ModelOptNvFp4Config.get_min_capability 75 (vllm 0.19.1 PyPI wheel,
 # model_executor/layers/quantization/modelopt.py:1012-1014).
-VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80, "nvfp4": 75}
+# compressed-tensors: CompressedTensorsConfig.get_min_capability 70 (vllm 0.19.1 PyPI wheel, sha256 71a87f46...,
+# quantization/compressed_tensors/compressed_tensors.py:116-117), and each layer's scheme is checked against its own
+# (:758 ``_check_scheme_supported``): every scheme formulas/compressed_tensors.py sizes asks 75 -- WNA16
+# (schemes/compressed_tensors_wNa16.py:79-81, "Turing and up"), W8A8 int8 (compressed_tensors_w8a8_int8.py:35-37),
+# W8A16 FP8 (compressed_tensors_w8a16_fp8.py:49-51), W4A4 / W4A16 NVFP4 (compressed_tensors_w4a4_nvfp4.py:31-32,
+# compressed_tensors_w4a16_nvfp4.py:29-31); W8A8 FP8 asks 89 but falls back to W8A16 FP8 below it (:629-646).
+VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80, "nvfp4": 75, CT_METHOD: 75}
 # SGLang has the same gate (python/sglang/srt/model_loader/loader.py ``_get_quantization_config`` @ 4632493: "The
 # quantization method {q} is not supported for the current GPU. Minimum capability: ..." when the capability is below
 # ``quant_config.get_min_capability()``), and its AWQConfig asks for Turing: ``get_min_capability`` returns 75 ("The
