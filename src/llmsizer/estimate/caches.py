@@ -13,6 +13,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     depend on the rank (formulas/lora.py ``_alike_modules``, ``adapted_roles``, training/states.py
     ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
     from ..formulas import (
+        compressed_tensors,
         encoder_decoder_serving,
         expert_parallel_time,
         float8_training,
@@ -76,7 +77,8 @@ def clear_caches(estimates_only: bool = False) -> None:
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer,
               encoder_decoder_serving.t5_params, float8_training.layer_linears, float8_training.float8_weight_elements,
               expert_parallel_time.machine_shares,  # an EP group's ranks per machine (eq. E3')
-              modelopt_exclusions.excluded_roles, modelopt_exclusions._wildcard):  # a ModelOpt NVFP4 config's bf16 layers
+              modelopt_exclusions.excluded_roles, modelopt_exclusions._wildcard,  # a ModelOpt NVFP4 config's bf16 layers
+              compressed_tensors._ct_config, weight_formats.ct_layer_classes):  # a compressed-tensors config's groups
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()
     fit._VM_SHARE.clear()

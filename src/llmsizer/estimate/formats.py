@@ -33,6 +33,7 @@ from functools import lru_cache
 
 from ..catalog.hardware import Device
 from ..errors import FieldError, InputError
+from ..formulas.compressed_tensors import CT_METHOD
 from ..formulas.nf4_quantization import fused_experts_kept
 from ..formulas.params import count_params
 from ..formulas.vllm_mxfp4 import vllm_mxfp4_resident_extra
@@ -65,7 +66,13 @@ GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m
 # vLLM issues vllm#1488 and vllm#4202 show the refusal on a V100 (capability 70).
 # ModelOpt NVFP4: ModelOptNvFp4Config.get_min_capability 75 (vllm 0.19.1 PyPI wheel,
 # model_executor/layers/quantization/modelopt.py:1012-1014).
-VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80, "nvfp4": 75}
+# compressed-tensors: CompressedTensorsConfig.get_min_capability 70 (vllm 0.19.1 PyPI wheel, sha256 71a87f46...,
+# quantization/compressed_tensors/compressed_tensors.py:116-117), and each layer's scheme is checked against its own
+# (:758 ``_check_scheme_supported``): every scheme formulas/compressed_tensors.py sizes asks 75 -- WNA16
+# (schemes/compressed_tensors_wNa16.py:79-81, "Turing and up"), W8A8 int8 (compressed_tensors_w8a8_int8.py:35-37),
+# W8A16 FP8 (compressed_tensors_w8a16_fp8.py:49-51), W4A4 / W4A16 NVFP4 (compressed_tensors_w4a4_nvfp4.py:31-32,
+# compressed_tensors_w4a16_nvfp4.py:29-31); W8A8 FP8 asks 89 but falls back to W8A16 FP8 below it (:629-646).
+VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80, "nvfp4": 75, CT_METHOD: 75}
 # SGLang has the same gate (python/sglang/srt/model_loader/loader.py ``_get_quantization_config`` @ 4632493: "The
 # quantization method {q} is not supported for the current GPU. Minimum capability: ..." when the capability is below
 # ``quant_config.get_min_capability()``), and its AWQConfig asks for Turing: ``get_min_capability`` returns 75 ("The
@@ -219,6 +226,16 @@ MXFP4_EXPERTS_ONLY = ("MXFP4 quantizes only MoE experts (vLLM quantization/mxfp4
 # pre-quantized NVFP4 checkpoints is not supported yet."); llama.cpp runs GGUF files (its refusal of a non-GGUF
 # format is ``engine_weights``'s).
 NVFP4_ENGINES = ("vllm", "sglang")
+
+
+# transformers serves a compressed-tensors checkpoint decompressed: transformers 5.24.0 (PyPI wheel) quantizers/
+# quantizer_compressed_tensors.py:40-49 (``dequantize=False``, the default, "leaves them compressed and lets
+# compressed-tensors decompress them on the first forward pass"; FP8 kept only with the opt-in
+# ``use_optimized_inference``), done by compressed-tensors 0.20.1 compressors/model_compressors/model_compressor.py
+# ``add_decompress_hook`` :256-280 (a forward pre-hook that runs ``decompress_model`` on the first forward, :176-180):
+# from the first token on, the weights are held in the checkpoint's dtype.
+CT_TRANSFORMERS_SOURCE = ("transformers 5.24.0 quantizers/quantizer_compressed_tensors.py:40-49; compressed-tensors "
+                          "0.20.1 model_compressor.py add_decompress_hook :256-280")
 
 
 def nvfp4_refused(engine: str, fmt: str) -> str | None:
@@ -584,6 +601,11 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
         out.warnings.append(f"{engine} dequantizes GGUF files on load (transformers docs 'GGUF and interaction "
                             f"with Transformers'); weights counted in bf16 instead of {fmt}")
         fmt = "bf16"
+    elif engine == "transformers" and fmt == CT_METHOD:
+        plain, _why = dtype_format(spec)
+        out.warnings.append(f"transformers decompresses a compressed-tensors checkpoint on its first forward pass "
+                            f"({CT_TRANSFORMERS_SOURCE}); weights counted in {plain} instead of {fmt}")
+        fmt = plain
     if fmt in GROUPED:
         out.assumptions.append(Assumption("group_size", out.group_size, weights is None or not group_size_given,
                                           f"quantization group size (GPTQ/AWQ default {GROUP_SIZE_DEFAULT})"))

@@ -33,6 +33,10 @@ mxfp4             OCP MX FP4: 32 elements share an E8M0 scale, 17 B/32 elem (gpt
 nvfp4             NVIDIA ModelOpt NVFP4 (quant_algo NVFP4): packed E2M1 values (0.5 B/elem), one fp8 E4M3 scale per
                   16 elements of a row, two fp32 scalars per matrix (``nvfp4_matrix_bytes``, eq. N1); the
                   attention/MLP/expert matrices, as fp8; embeddings, lm_head, router and norms stay 16-bit.
+compressed-       a compressed-tensors checkpoint (llm-compressor / RedHatAI W4A16, W8A16, FP8, W8A8, NVFP4; Kimi-K2-Thinking
+tensors           INT4): each matrix by the config group that quantizes it, as compressed-tensors 0.20.1's compressor
+                  stores it (formulas/compressed_tensors.py ``ct_matrix_bytes``); sized from the checkpoint's own
+                  quantization_config only (a model without one is refused); the rest in the checkpoint's dtype.
 gguf:<ftype>      llama.cpp file types (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, iq4_xs, ...): the
                   per-tensor type chosen by ``llama_tensor_get_type_impl`` in ``src/llama-quant.cpp``
                   (mixtures, ``use_more_bits``, output/tied-embedding rule, shape fallbacks), block sizes
@@ -56,6 +60,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
+from .compressed_tensors import CT_METHOD, CTConfig, ct_config, ct_matrix_bytes, ct_scheme_of
 from .dtypes import DTYPE_BYTES
 from .modelopt_exclusions import (
     MODELOPT_FAMILIES,
@@ -94,6 +99,7 @@ OTHER_BYTES_DEFAULT = DTYPE_BYTES["bf16"]
 FORMAT_BITS_HINT = {  # nominal bits per quantized weight, for ordering formats by precision
     "fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "fp8-block": 8, "int8": 8, "llm.int8": 8, "gptq-int8": 8,
     "gptq-int4": 4, "awq-int4": 4, "nf4": 4, "nf4-dq": 4, "fp4": 4, "fp4-dq": 4, "mxfp4": 4, "nvfp4": 4,
+    CT_METHOD: 0,  # per config group: the checkpoint's num_bits (formulas/compressed_tensors.py)
 }
 
 
@@ -470,7 +476,44 @@ def tensor_bytes(spec: ModelSpec, fmt: str, t: Tensor, group_size: int = GROUP_S
         return t.numel * per, _STORAGE_LABEL.get(per, "other")
     if fmt == "nvfp4" and nvfp4_kept(spec, t):  # an exclude_modules layer: UnquantizedLinearMethod, model dtype
         return t.numel * other_bytes, _STORAGE_LABEL.get(other_bytes, "other")
+    if fmt == CT_METHOD:
+        return _ct_tensor_bytes(spec, t, other_bytes)
     return _tensor_bytes_simple(fmt, t, group_size, other_bytes, fused_experts)
+
+
+def spec_ct_config(spec: ModelSpec) -> CTConfig:
+    """The checkpoint's compressed-tensors config, which format ``compressed-tensors`` is sized from; one-line
+    InputError for a model whose quantization_config is not one."""
+    cfg = ct_config(spec.name, spec.quantization_config)
+    if cfg is None:
+        raise InputError(f"{spec.name}: weight format {CT_METHOD} is sized from the checkpoint's own quantization_config "
+                         f"(quant_method {CT_METHOD!r}), which this model has not; name another format")
+    return cfg
+
+
+def _ct_tensor_bytes(spec: ModelSpec, t: Tensor, other_bytes: int) -> tuple[int, str]:
+    """(bytes, label) of tensor group ``t`` of a compressed-tensors checkpoint: by the config group that quantizes it
+    (formulas/compressed_tensors.py), else in the compute dtype ``other_bytes``. The scales are in the checkpoint's
+    dtype (``dtype_format``), the one its weights were quantized from."""
+    scheme = ct_scheme_of(spec, spec_ct_config(spec), t)
+    if scheme is None:
+        return t.numel * other_bytes, _STORAGE_LABEL.get(other_bytes, "other")
+    scale = DTYPE_BYTES[dtype_format(spec)[0]]
+    return ct_matrix_bytes(scheme, t.shape[0], t.shape[1], scale) * t.count, scheme.label
+
+
+@lru_cache(maxsize=64)
+def ct_layer_classes(spec: ModelSpec) -> tuple[frozenset[str], ...]:
+    """Per decoder layer of a compressed-tensors ``spec``, the (role, config group) pairs its quantizable matrices
+    take, so ``weight_bytes`` sums layers whose ignore / target patterns differ apart (a ``re:model\\.layers\\.0\\.``
+    entry)."""
+    cfg = spec_ct_config(spec)
+    out: list[set[str]] = [set() for _ in range(spec.num_layers)]
+    for t in model_tensors(spec):
+        if 0 <= t.layer < spec.num_layers and t.matrix:
+            s = ct_scheme_of(spec, cfg, t)
+            out[t.layer].add(f"{t.role}={s.group if s else ''}")
+    return tuple(frozenset(s) for s in out)
 
 
 def nvfp4_kept(spec: ModelSpec, t: Tensor) -> bool:
@@ -665,6 +708,9 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT
     elif fmt == "nvfp4" and (kept := excluded_roles(spec)):
         classes = kept
         layer_dependent = frozenset().union(*kept)
+    elif fmt == CT_METHOD:
+        classes = ct_layer_classes(spec)
+        layer_dependent = frozenset(p.split("=")[0] for c in classes for p in c)
     head, groups, tail = layer_groups(spec)
 
     def one(t: Tensor, cls: tuple[bool, ...] | frozenset[str] | None = None) -> tuple[int, str]:
@@ -900,6 +946,14 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
         return "llm.int8", GROUP_SIZE_DEFAULT, "quantization_config bitsandbytes 8-bit"
     if method == "mxfp4":
         return "mxfp4", GROUP_SIZE_DEFAULT, "quantization_config mxfp4 (experts), rest bf16"
+    if method == CT_METHOD:
+        cfg = spec_ct_config(spec)
+        groups = "; ".join(f"{s.group}: {s.format} {s.type}{s.num_bits} {s.strategy}"
+                           + (f" {s.group_size}" if s.strategy in ("group", "tensor_group") else "")
+                           + (f" {s.block[0]}x{s.block[1]}" if s.block else "") for s in cfg.schemes)
+        size = next((s.group_size for s in cfg.schemes if s.group_size and s.group_size > 0), GROUP_SIZE_DEFAULT)
+        return CT_METHOD, size, (f"quantization_config compressed-tensors ({groups}; ignore "
+                                 f"{', '.join(cfg.ignore) or 'none'})")
     if method:
         raise InputError(f"{spec.name}: quantization method {method!r} is not supported")
     fmt, why = dtype_format(spec)
