@@ -1408,12 +1408,22 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
             kwh_price: float | None, tensor_parallel: int | None, host_memory: int | str | None,
             fits_at: bool | None, rate_layouts: dict[int, float] | None = None) -> FitResult:
     """``fit`` at ``concurrency`` (``request_rate``: the rate whose load the speed takes, eq. Q10, else the closed
-    load of eqs. Q4-Q9)."""
-    r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
-                   concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
-                   hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
-                   kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
-                   request_rate=request_rate, rate_layouts=rate_layouts, **workload).result(speed)
+    load of eqs. Q4-Q9). Where the layout is fit's own choice (no degree, no stages, no rate: ``MemoryFit.stages``)
+    and tensor parallelism does not fit within one machine, the pipeline layouts are tried by the one rule the
+    hardware searches take (``with_pipeline_layouts``: recommend, ``models --fits-on``, the plan's search), so fit's
+    verdict on a deployment is theirs: `fit --tp T --pp P` where that is the layout they name (probe32 D2)."""
+    def memory_at(**stages: int) -> MemoryFit:
+        return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
+                          concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
+                          hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
+                          kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
+                          request_rate=request_rate, rate_layouts=rate_layouts, **workload, **stages)
+    first = memory_at()
+    mem = first if not first.stages else with_pipeline_layouts(
+        first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p)) or first
+    r = mem.result(speed)
+    if mem is not first:  # stages fit chose, not given: said so (the estimate records the stages it is passed as given)
+        r = stages_chosen(r, first.per_node)
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
     window = window_fits_at(r.estimate.details) if r.estimate is not None else None
@@ -1434,6 +1444,20 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
         if keep:  # settings of the engine that fit with the weights kept come first; the format search's answer after
             at = {**(at or {}), "engine_settings": keep}
     return replace(r, fits_at=at)
+
+
+def stages_chosen(r: FitResult, per_node: int) -> FitResult:
+    """``r``, a pipeline layout ``fit`` chose (``with_pipeline_layouts``), its ``pipeline_parallel`` assumption said
+    as fit's choice, in its own assumptions and its estimate's (the estimate records the stages it is passed as
+    given, as it does a degree: ``as_fit_chose``)."""
+    why = (f"fit's choice: tensor parallelism alone does not fit within a machine of {per_node} devices, and of the "
+           "pipeline layouts that fit this one gives the most output tokens/s (estimate/fit.py with_pipeline_layouts, "
+           "the rule recommend and models --fits-on take); give --pp 1 for tensor parallelism only")
+
+    def said(a: Assumption) -> Assumption:
+        return Assumption(a.name, a.value, True, why) if a.name == "pipeline_parallel" else a
+    est = r.estimate.but(assumptions=tuple(map(said, r.estimate.assumptions))) if r.estimate is not None else None
+    return replace_fields(r, assumptions=tuple(map(said, r.assumptions)), estimate=est)
 
 
 def _assumed(r: FitResult, name: str) -> Any:
@@ -1682,6 +1706,10 @@ class MemoryFit(NamedTuple):
     refusal: str | None = None
     # the tensor-parallel degree the fit took (``result``'s), read by ``with_pipeline_layouts`` without the answer
     tensor_parallel: int = 1
+    # the pipeline stages ``fit`` may try when this layout is its own choice (no degree, no stages, no rate given:
+    # ``pipeline_options``), and the machine size they are judged by (``with_pipeline_layouts``' ``per_node``)
+    stages: tuple[int, ...] = ()
+    per_node: int = SERVING_GPUS_PER_NODE
 
 
 _NAME = attrgetter("name")
@@ -2087,7 +2115,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
                          instances=instances_for(n, instance))
 
-    return MemoryFit(fits, result, d.get("engine_refusal_reason"), tp)
+    # fit's own layout (no degree, no stages, no rate given): the pipeline layouts it may take where tensor
+    # parallelism does not fit within a machine (``_fit_at``: ``with_pipeline_layouts``, the hardware searches' rule)
+    own = pinned is None and workload.get("pipeline_parallel") is None and request_rate is None
+    return MemoryFit(fits, result, d.get("engine_refusal_reason"), tp,
+                     tuple(pipeline_options(spec, layout, n)) if own else (), per_node)
 
 
 def as_fit_chose(est: Estimate, tp_given: bool, concurrency: int | None, replicas: int) -> Estimate:
