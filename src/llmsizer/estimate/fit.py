@@ -209,8 +209,8 @@ class ServingLayout(NamedTuple):
     # machines replicas of it; 1 for another engine (its devices per replica are the tensor-parallel degree)
     split_gpus: int = 1
     # pipeline stages of each replica (vLLM, SGLang: estimate/inference/pipeline.py), each of the tensor-parallel
-    # degree's devices: a replica takes tp x pipeline devices (fit does not search it: given, with or without a degree;
-    # the hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
+    # degree's devices: a replica takes tp x pipeline devices (given, with or without a degree; else fit and the
+    # hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
     pipeline: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
@@ -852,7 +852,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     the host RAM, checked against the part llama.cpp keeps on the host (-ngl below all layers, --n-cpu-moe: verdict.py
     ``host_memory_verdict``, the check of ``fit --auto``); it does not fit when that part does not. ``speed`` False: no speed estimate
     (``FitResult.speed`` None). ``tensor_parallel``: the degree each replica runs (None: fit's choice, the fastest
-    layout that fits at ``concurrency``, ``fit_memory``). The two stages are ``fit_memory`` (the verdict) and its
+    layout that fits at ``concurrency``, ``fit_memory``; with no ``pipeline_parallel`` and no rate either, the
+    pipeline layouts too where that does not fit within one machine, ``_fit_at``). The two stages are
+    ``fit_memory`` (the verdict) and its
     ``result`` (the speed). When the answer does not fit, ``FitResult.fits_at`` names the format that does
     (estimate/format_search.py ``fits_at``, the one rule, with this fit's workload and ``host_device``: a llama.cpp
     rung with layers on the CPU is timed at that host's bandwidth, as ``fit --weights RUNG`` times it), searched
