@@ -145,3 +145,22 @@ def test_memory_advice_names_pipeline_stages_and_the_heads() -> None:
     said = " ".join((*r.reasons, *r.warnings))
     assert "dividing the 16 attention heads, or pipeline stages" in said
     assert "more devices (tensor parallel)" not in said
+
+
+def test_plan_without_quantization_takes_the_staged_rung(tmp_path: Path) -> None:
+    """No quantization key, 2 x H100, Qwen3.5-122B-A10B at 32k x 8: bf16 fits no layout, and fit's hint is FP8 at
+    --tp 1 --pp 2. The plan takes that format as it takes any rung fit names (fit given no layout takes the stages
+    itself), so its layout and memory are `fit --weights fp8`'s, and no error is left."""
+    want = fit(M122, "h100-sxm", 2, weights="fp8", output_tokens=256, **LOAD)
+    hint = fit(M122, "h100-sxm", 2, output_tokens=256, **LOAD).fits_at
+    assert hint is not None and (hint["weights"], hint.get("pipeline_parallel")) == ("fp8", 2)
+    req = tmp_path / "req.yaml"
+    req.write_text(REQ3.replace("qwen3.5-35b-a3b", M122).replace("    precision: bf16\n    quantization: none\n", "")
+                   .replace("{typical: 1, peak: 1}", "{typical: 8, peak: 8}")
+                   .replace("{typical: 4k, peak: 4k}", "{typical: 32k, peak: 32k}").replace("count: 3", "count: 2"))
+    _, plan = run_json("plan", str(req), "--json")
+    (job,) = plan["jobs"]
+    assert (job["hardware"]["tensor_parallel"], job["hardware"]["pipeline_parallel"]) == (
+        want.tensor_parallel, want.pipeline_parallel) == (1, 2)
+    assert job["memory_estimate"]["totals"]["device"]["bytes"] == want.estimate.total_bytes
+    assert not [c for c in plan["checks"] if c["severity"] == "error"]
