@@ -996,7 +996,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             raise
         if layouts is not None and "rate_layouts" not in kw:  # refused on every layout: the one carrying the most
             return most_carried(model, hardware, count, rate, workload, kw, layouts, climbs)
-        pinned: dict[str, Any] = {**kw, "fits_at": False}
+        # (tensor parallelism only, as the rate's own layouts: ``rate_layout_seconds``)
+        pinned: dict[str, Any] = {**kw, "fits_at": False, "search_stages": False}
         done: dict[int, FitResult] = {}
 
         def closed(c: int, timed: bool) -> FitResult:  # the deployment at c in flight, no rate (its ceilings)
@@ -1408,12 +1409,14 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
             output_tokens: int | None, memory: int | None, kv_dtype: str | None,
             hardware_files: Sequence[str | Path], host_device: str | Device | None, engine_version: str | None,
             kwh_price: float | None, tensor_parallel: int | None, host_memory: int | str | None,
-            fits_at: bool | None, rate_layouts: dict[int, float] | None = None) -> FitResult:
+            fits_at: bool | None, rate_layouts: dict[int, float] | None = None,
+            search_stages: bool = True) -> FitResult:
     """``fit`` at ``concurrency`` (``request_rate``: the rate whose load the speed takes, eq. Q10, else the closed
     load of eqs. Q4-Q9). Where the layout is fit's own choice (no degree, no stages, no rate: ``MemoryFit.stages``)
     and tensor parallelism does not fit within one machine, the pipeline layouts are tried by the one rule the
     hardware searches take (``with_pipeline_layouts``: recommend, ``models --fits-on``, the plan's search), so fit's
-    verdict on a deployment is theirs: `fit --tp T --pp P` where that is the layout they name (probe32 D2)."""
+    verdict on a deployment is theirs: `fit --tp T --pp P` where that is the layout they name (probe32 D2).
+    ``search_stages`` False: tensor parallelism only (a rate's refusal sizing its ceilings on the rate's layouts)."""
     def memory_at(**stages: int) -> MemoryFit:
         return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                           concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
@@ -1421,7 +1424,7 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
                           kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
                           request_rate=request_rate, rate_layouts=rate_layouts, **workload, **stages)
     first = memory_at()
-    mem = first if not first.stages else with_pipeline_layouts(
+    mem = first if not (search_stages and first.stages) else with_pipeline_layouts(
         first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p)) or first
     r = mem.result(speed)
     if mem is not first:  # stages fit chose, not given: said so (the estimate records the stages it is passed as given)
