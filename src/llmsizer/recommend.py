@@ -302,6 +302,15 @@ class Option:
         return f"--tp {self.tensor_parallel} --pp {self.pipeline_parallel}"
 
     @property
+    def engine_flags(self) -> str | None:
+        """The serving layout's flags of one replica as the engine is started (`--tp T`, or ``layout_flags``' `--tp T
+        --pp P`; None at TP 1 without stages): what ``models --fits-on``'s engine column shows after the engine, so
+        that the row, copied, starts the layout it was sized at (probe32 D7: `vllm` alone runs TP 1)."""
+        if self.pipeline_parallel > 1:
+            return self.layout_flags
+        return f"--tp {self.tensor_parallel}" if self.tensor_parallel > 1 else None
+
+    @property
     def devices_text(self) -> str:
         """The option's hardware as one line (``fit.devices_text``: '16 x b200 (gcp-a4-highgpu-8g, 2 instances)'),
         what the CLI table, the web's compare page and a plan's alternatives show."""

@@ -26,8 +26,9 @@ DEEPSEEK = "deepseek-r1"  # 61 decoder layers, MLA (one latent KV head, replicat
 
 
 def _answers(model, target, count, weights, engine, stages, **kw):
-    """fit at the format, on tensor parallelism and on each stage count given, {P: answer} (refusals left out)."""
-    out = {1: fit(model, target, count, weights=weights, engine=engine, **kw)}
+    """fit at the format, on tensor parallelism only (`--pp 1`: fit's own layout now takes stages itself, fitpp) and
+    on each stage count given, {P: answer} (refusals left out)."""
+    out = {1: fit(model, target, count, weights=weights, engine=engine, pipeline_parallel=1, **kw)}
     for p in stages:
         try:
             out[p] = fit(model, target, count, weights=weights, engine=engine, pipeline_parallel=p, **kw)

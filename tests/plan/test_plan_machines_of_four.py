@@ -4,7 +4,10 @@ agree with fit), plus a hand derivation of why only tensor parallel 8 holds the 
 
 - D-E: Qwen3-235B-A22B in bf16 on `{instance: azure-standard_nc96ads_a100_v4, count: 8}` (2 VMs of 4 A100 80GB)
   and on `{device: a100-pcie-80gb, count: 8, nodes: 2}` (the same GPUs bare): fit lays out all 8 on machines of 4
-  (the instance's own count; `fit --gpus-per-node 4` for the bare GPUs), TP 8 spanning both. Before, the bare
+  (the instance's own count; `fit --gpus-per-node 4` for the bare GPUs). Tensor parallelism alone is TP 8 spanning
+  both (`fit --pp 1`); since fitpp fit, given no layout, takes the faster of that and its staged layouts (estimate/fit.py
+  with_pipeline_layouts, the rule recommend and `models --fits-on` take): TP 4 x PP 2, each stage in one machine,
+  asked of fit in each test at both layouts. Before, the bare
   naming fitted one machine of 4 and called the machines replicas: TP 4 x 2, DOES NOT FIT, where the instances fit.
   The capacity check then refuses both for the fabric (a copy spanning machines that share none), not for memory.
   `{device: a100-pcie-80gb, count: 8}` (no nodes) names one machine of 8 (fit's SERVING_GPUS_PER_NODE): TP 8
@@ -56,18 +59,26 @@ def fit_two_of_four():  # type: ignore[no-untyped-def]
 
 def test_fit_takes_bare_machines_of_four_as_the_instances(fit_two_of_four) -> None:  # type: ignore[no-untyped-def]
     f = fit_two_of_four
-    assert f.fits and (f.tensor_parallel, f.replicas) == (8, 1)
+    # tensor parallelism only (`--pp 1`): TP 8 across the two machines, said; the staged layout is faster, so fit's
+    # own answer is TP 4 x PP 2 (the search's rule, with_pipeline_layouts)
+    tp_only = fit("qwen3-235b-a22b", INSTANCE, 8, pipeline_parallel=1, **LOAD)  # type: ignore[arg-type]
+    assert tp_only.fits and (tp_only.tensor_parallel, tp_only.replicas) == (8, 1)
+    assert any("spans 2 machines of 4" in w for w in tp_only.warnings)
+    staged = fit("qwen3-235b-a22b", INSTANCE, 8, pipeline_parallel=2, **LOAD)  # type: ignore[arg-type]
+    assert staged.fits and staged.tokens_per_second_total > tp_only.tokens_per_second_total
+    assert f.fits and (f.tensor_parallel, f.pipeline_parallel, f.replicas) == (
+        staged.tensor_parallel, staged.pipeline_parallel, staged.replicas) == (4, 2, 1)
     bare = fit("qwen3-235b-a22b", "a100-pcie-80gb", 8, gpus_per_node=4, **LOAD)  # type: ignore[arg-type]
-    assert (bare.fits, bare.tensor_parallel, bare.replicas) == (f.fits, f.tensor_parallel, f.replicas)
+    assert (bare.fits, bare.tensor_parallel, bare.pipeline_parallel, bare.replicas) == (
+        f.fits, f.tensor_parallel, f.pipeline_parallel, f.replicas)
     assert bare.memory_per_device == f.memory_per_device
-    assert any("spans 2 machines of 4" in w for w in bare.warnings)
-    assert any("spans 2 machines of 4" in w for w in f.warnings)
 
 
 def test_fit_cli_takes_gpus_per_node_for_serving(fit_two_of_four) -> None:  # type: ignore[no-untyped-def]
     code, d = run_json("fit", "qwen3-235b-a22b", "--engine", "vllm", "--weights", "bf16", "--context", "8k",
                        "--concurrency", "8", "--device", "a100-pcie-80gb", "--count", "8", "--gpus-per-node", "4")
-    assert code == 0 and (d["tensor_parallel"], d["replicas"]) == (8, 1)
+    assert code == 0 and (d["tensor_parallel"], d["pipeline_parallel"], d["replicas"]) == (
+        fit_two_of_four.tensor_parallel, fit_two_of_four.pipeline_parallel, fit_two_of_four.replicas)
     assert d["memory_per_device"] == fit_two_of_four.memory_per_device
     # fit --auto takes it too: the GPUs one llama.cpp copy is split over (estimate/fit.py llamacpp_copy)
     code, out, err = run("fit", "llama-3.1-8b", "--auto", "--device", "rtx-4090", "--count", "2", "--gpus-per-node",
@@ -82,12 +93,11 @@ def test_plan_lays_two_machines_of_four_out_as_fit(fit_two_of_four, resources: s
     f = fit_two_of_four
     j = _plan(_request(resources))
     hw = j.hardware
-    assert (hw.count, hw.nodes, hw.per_node, hw.tensor_parallel, hw.replicas) == (8, 2, 4, f.tensor_parallel,
-                                                                                   f.replicas)
+    assert (hw.count, hw.nodes, hw.per_node, hw.tensor_parallel, hw.pipeline_parallel, hw.replicas) == (
+        8, 2, 4, f.tensor_parallel, f.pipeline_parallel, f.replicas)
     assert j.facts["fits"] is f.fits
     assert j.facts["memory_per_device"] == f.memory_per_device
     assert j.facts["budget_per_device"] == f.budget_per_device
-    assert any("spans 2 machines of 4" in w for w in j.warnings)
 
 
 def test_bare_gpus_without_nodes_are_one_machine_of_eight() -> None:

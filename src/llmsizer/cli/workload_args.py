@@ -261,7 +261,10 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
         g.add_argument("--pp", "--pipeline-parallel", type=int_arg(COUNT), dest="pipeline_parallel",
                        help="vLLM, SGLang: pipeline-parallel stages per replica (vLLM --pipeline-parallel-size, SGLang "
                             "--pp-size), each of --tp devices, the decoder layers split over them; memory is the "
-                            f"worst stage's, per device (default {IW.pipeline_parallel})")
+                            f"worst stage's, per device (default {IW.pipeline_parallel}; fit without --tp or --pp: "
+                            "its choice, stages only where tensor parallelism alone does not fit within a machine and "
+                            "a staged layout does, as recommend and models --fits-on take; --pp 1: tensor parallelism "
+                            "only)")
     g.add_argument("--n-gpu-layers", "-ngl", type=int_arg(GPU_LAYERS),
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=tokens_in(TOKENS), dest="n_ubatch", help=f"llama.cpp n_ubatch (default {LLAMACPP_N_UBATCH})")

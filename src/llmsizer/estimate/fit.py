@@ -234,8 +234,8 @@ class ServingLayout(NamedTuple):
     # machines replicas of it; 1 for another engine (its devices per replica are the tensor-parallel degree)
     split_gpus: int = 1
     # pipeline stages of each replica (vLLM, SGLang: estimate/inference/pipeline.py), each of the tensor-parallel
-    # degree's devices: a replica takes tp x pipeline devices (fit does not search it: given, with or without a degree;
-    # the hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
+    # degree's devices: a replica takes tp x pipeline devices (given, with or without a degree; else fit and the
+    # hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
     pipeline: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
@@ -877,7 +877,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     the host RAM, checked against the part llama.cpp keeps on the host (-ngl below all layers, --n-cpu-moe: verdict.py
     ``host_memory_verdict``, the check of ``fit --auto``); it does not fit when that part does not. ``speed`` False: no speed estimate
     (``FitResult.speed`` None). ``tensor_parallel``: the degree each replica runs (None: fit's choice, the fastest
-    layout that fits at ``concurrency``, ``fit_memory``). The two stages are ``fit_memory`` (the verdict) and its
+    layout that fits at ``concurrency``, ``fit_memory``; with no ``pipeline_parallel`` and no rate either, the
+    pipeline layouts too where that does not fit within one machine, ``_fit_at``). The two stages are
+    ``fit_memory`` (the verdict) and its
     ``result`` (the speed). When the answer does not fit, ``FitResult.fits_at`` names the format that does
     (estimate/format_search.py ``fits_at``, the one rule, with this fit's workload and ``host_device``: a llama.cpp
     rung with layers on the CPU is timed at that host's bandwidth, as ``fit --weights RUNG`` times it), searched
@@ -1019,7 +1021,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
             raise
         if layouts is not None and "rate_layouts" not in kw:  # refused on every layout: the one carrying the most
             return most_carried(model, hardware, count, rate, workload, kw, layouts, climbs)
-        pinned: dict[str, Any] = {**kw, "fits_at": False}
+        # (tensor parallelism only, as the rate's own layouts: ``rate_layout_seconds``)
+        pinned: dict[str, Any] = {**kw, "fits_at": False, "search_stages": False}
         done: dict[int, FitResult] = {}
 
         def closed(c: int, timed: bool) -> FitResult:  # the deployment at c in flight, no rate (its ceilings)
@@ -1431,14 +1434,26 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
             output_tokens: int | None, memory: int | None, kv_dtype: str | None,
             hardware_files: Sequence[str | Path], host_device: str | Device | None, engine_version: str | None,
             kwh_price: float | None, tensor_parallel: int | None, host_memory: int | str | None,
-            fits_at: bool | None, rate_layouts: dict[int, float] | None = None) -> FitResult:
+            fits_at: bool | None, rate_layouts: dict[int, float] | None = None,
+            search_stages: bool = True) -> FitResult:
     """``fit`` at ``concurrency`` (``request_rate``: the rate whose load the speed takes, eq. Q10, else the closed
-    load of eqs. Q4-Q9)."""
-    r = fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
-                   concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
-                   hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
-                   kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
-                   request_rate=request_rate, rate_layouts=rate_layouts, **workload).result(speed)
+    load of eqs. Q4-Q9). Where the layout is fit's own choice (no degree, no stages, no rate: ``MemoryFit.stages``)
+    and tensor parallelism does not fit within one machine, the pipeline layouts are tried by the one rule the
+    hardware searches take (``with_pipeline_layouts``: recommend, ``models --fits-on``, the plan's search), so fit's
+    verdict on a deployment is theirs: `fit --tp T --pp P` where that is the layout they name (probe32 D2).
+    ``search_stages`` False: tensor parallelism only (a rate's refusal sizing its ceilings on the rate's layouts)."""
+    def memory_at(**stages: int) -> MemoryFit:
+        return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
+                          concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
+                          hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
+                          kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
+                          request_rate=request_rate, rate_layouts=rate_layouts, **workload, **stages)
+    first = memory_at()
+    mem = first if not (search_stages and first.stages) else with_pipeline_layouts(
+        first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p)) or first
+    r = mem.result(speed)
+    if mem is not first:  # stages fit chose, not given: said so (the estimate records the stages it is passed as given)
+        r = stages_chosen(r, first.per_node)
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
     window = window_fits_at(r.estimate.details) if r.estimate is not None else None
@@ -1459,6 +1474,20 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
         if keep:  # settings of the engine that fit with the weights kept come first; the format search's answer after
             at = {**(at or {}), "engine_settings": keep}
     return replace(r, fits_at=at)
+
+
+def stages_chosen(r: FitResult, per_node: int) -> FitResult:
+    """``r``, a pipeline layout ``fit`` chose (``with_pipeline_layouts``), its ``pipeline_parallel`` assumption said
+    as fit's choice, in its own assumptions and its estimate's (the estimate records the stages it is passed as
+    given, as it does a degree: ``as_fit_chose``)."""
+    why = (f"fit's choice: tensor parallelism alone does not fit within a machine of {per_node} devices, and of the "
+           "pipeline layouts that fit this one gives the most output tokens/s (estimate/fit.py with_pipeline_layouts, "
+           "the rule recommend and models --fits-on take); give --pp 1 for tensor parallelism only")
+
+    def said(a: Assumption) -> Assumption:
+        return Assumption(a.name, a.value, True, why) if a.name == "pipeline_parallel" else a
+    est = r.estimate.but(assumptions=tuple(map(said, r.estimate.assumptions))) if r.estimate is not None else None
+    return replace_fields(r, assumptions=tuple(map(said, r.assumptions)), estimate=est)
 
 
 def _assumed(r: FitResult, name: str) -> Any:
@@ -1702,6 +1731,10 @@ class MemoryFit(NamedTuple):
     refusal: str | None = None
     # the tensor-parallel degree the fit took (``result``'s), read by ``with_pipeline_layouts`` without the answer
     tensor_parallel: int = 1
+    # the pipeline stages ``fit`` may try when this layout is its own choice (no degree, no stages, no rate given:
+    # ``pipeline_options``), and the machine size they are judged by (``with_pipeline_layouts``' ``per_node``)
+    stages: tuple[int, ...] = ()
+    per_node: int = SERVING_GPUS_PER_NODE
 
 
 _NAME = attrgetter("name")
@@ -2112,7 +2145,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
                          instances=instances_for(n, instance))
 
-    return MemoryFit(fits, result, d.get("engine_refusal_reason"), tp)
+    # fit's own layout (no degree, no stages, no rate given): the pipeline layouts it may take where tensor
+    # parallelism does not fit within a machine (``_fit_at``: ``with_pipeline_layouts``, the hardware searches' rule)
+    own = pinned is None and workload.get("pipeline_parallel") is None and request_rate is None
+    return MemoryFit(fits, result, d.get("engine_refusal_reason"), tp,
+                     tuple(pipeline_options(spec, layout, n)) if own else (), per_node)
 
 
 def as_fit_chose(est: Estimate, tp_given: bool, concurrency: int | None, replicas: int) -> Estimate:

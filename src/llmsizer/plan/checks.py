@@ -283,7 +283,8 @@ def _does_not_fit_remedy(f: dict[str, Any]) -> str:
     if f.get("binding") == "context window" and f.get("refused_window"):
         from ..render.fit_text import window_remedy
         return "give " + window_remedy(f["refused_window"], rerun=False)
-    return "more devices (tensor parallel or replicas), a smaller weight format, or a lower peak"
+    return ("more devices (for memory: a tensor-parallel degree dividing the attention heads, or pipeline stages "
+            "(pipeline_parallel); for a rate: replicas), a smaller weight format, or a lower peak")
 
 
 @check

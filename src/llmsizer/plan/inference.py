@@ -513,12 +513,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                     notes.assumptions.append(said)
                     f_peak, job, at = kept_fit, kept_job, None
             if pinned is None and not f_peak.fits and at and "weights" in at and at["same_engine"] \
-                    and "experts_in_host" not in at and "pipeline_parallel" not in at:
+                    and "experts_in_host" not in at:
                 # no quantization key: the plan takes the format fit's one format rule picks on these devices
                 # (estimate/format_search.py, the best rung of the engine's ladder that fits), as the request
                 # template and docs/plans.md say ("the plan may choose one"); a rung of another engine, or one
-                # that fits only with experts in host memory (flags the request cannot state), or only on a
-                # pipeline layout (the request's own pipeline_parallel to give), stays a hint
+                # that fits only with experts in host memory (flags the request cannot state), stays a hint. A rung
+                # met on a pipeline layout is taken too: fit given no layout takes those stages itself
+                # (estimate/fit.py _fit_at: with_pipeline_layouts), as `fit --weights RUNG` answers
                 taken = _fit(spec, fit_target, fit_count, job, str(at["weights"]), job.engine, ctx_peak,
                              conc_peak, out_peak, ctx.hardware_files, job.resources.memory,
                              rate=("peak", rates[1]) if rates else None, per_node=fit_per_node)

@@ -46,8 +46,9 @@ def fits_on_text(res: ModelsThatFit, command: Callable[[str, str], str] | None =
                 host_lines.append(f"  warning: {h['quality_warning']}")
         rows.append([e.name, format_count(count_params(e.spec()).total),
                      o.weights_format.removeprefix("gguf:") if ok else "-", quality[e.id] or "-",
-                     # the engine the memory and speed are of (the JSON's engine), a pipeline layout's flags after
-                     (o.engine + (f" {o.layout_flags}" if o.layout_flags else "")) if ok else "-",
+                     # the engine the memory and speed are of (the JSON's engine), its layout's flags after
+                     # (Option.engine_flags: `--tp 2`, `--tp 1 --pp 2`; none at TP 1)
+                     (o.engine + (f" {o.engine_flags}" if o.engine_flags else "")) if ok else "-",
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      "-" if not ok else format_rate(o.tokens_per_second_per_user) if o.tokens_per_second_per_user
                      else "unknown",

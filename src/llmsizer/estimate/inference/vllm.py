@@ -317,7 +317,8 @@ def compose_vllm(ctx: Context) -> None:
             f"{format_bytes(pool)}, by {format_bytes(-kv_avail)}, leaving no memory for KV blocks (\"No available "
             "memory for the cache blocks\": vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @001cabc, "
             "on the KV memory gpu_worker.determine_available_memory leaves); use a smaller weight format, more "
-            "devices (tensor parallel) or a higher gpu_memory_utilization")
+            f"devices (a tensor-parallel degree dividing the {ctx.spec.num_heads} attention heads, or pipeline "
+            "stages) or a higher gpu_memory_utilization")
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")

@@ -86,7 +86,7 @@ function render(d) {
       el("td", { class: "num" }, formatCount(m.params)),
       el("td", { class: "nowrap" }, ok ? m.weights_format.replace(/^gguf:/, "") : "-"),
       el("td", {}, ...quality(m.quality)),
-      el("td", {}, ok ? m.engine + (m.layout_flags ? ` ${m.layout_flags}` : "") : "-"),  // fits_on_text's engine cell
+      el("td", {}, ok ? m.engine + engineFlags(m) : "-"),  // fits_on_text's engine cell
       el("td", { class: "num", "data-bytes": m.memory_per_device ?? "" }, ok && m.memory_per_device ? formatBytes(m.memory_per_device) : "-"),
       el("td", { class: "num", "data-value": m.tokens_per_second_per_user ?? "" }, !ok ? "-" : m.tokens_per_second_per_user ? formatRate(m.tokens_per_second_per_user) : "unknown"),
       el("td", { class: "num" }, !ok ? "-" : m.tokens_per_second ? formatRate(m.tokens_per_second) : "unknown"), // no bandwidth: the warning says why
@@ -96,6 +96,12 @@ function render(d) {
 }
 
 /** The quality cell: its text, "+3.52 ppl" kept on one line, the parenthesis ("(below Q4_0)") on the next if need be. */
+// recommend.Option.engine_flags: a layout's flags after the engine (` --tp 2`, ` --tp 1 --pp 2`; none at TP 1)
+function engineFlags(m) {
+  if (m.layout_flags) return ` ${m.layout_flags}`;
+  return m.tensor_parallel > 1 ? ` --tp ${m.tensor_parallel}` : "";
+}
+
 function quality(q) {
   if (!q) return ["-"];
   const i = q.indexOf(" (");
