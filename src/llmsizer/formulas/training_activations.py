@@ -1273,8 +1273,13 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                      linear_loss: bool = False, cut_loss: bool = False,
                      kept_logits: bool = False, compiled_loss: bool = False,
                      loss_parallel: bool = False, upcast_in_loss: bool = False,
-                     fused_xentropy: bool = False, megatron_ce: bool = False) -> HeadActivations:
+                     fused_xentropy: bool = False, megatron_ce: bool = False,
+                     fused_linear: tuple[tuple[Term, ...], int] | None = None) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
+
+    ``fused_linear``: the (kept terms, forward bytes) of a loss that runs the lm_head inside itself and computes the
+    gradients in its forward (Liger-Kernel's fused linear cross-entropy, formulas/liger_kernels.py eq. LG4): the
+    final norm's terms and those; no lm_head input, logits or log-softmax is kept, and its backward allocates nothing.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
     gradients exist for one chunk of t / loss_chunks tokens at a time; the fp32 log-softmax of every chunk is
@@ -1422,6 +1427,9 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                           f"{spec.vocab_size} x {h} x {st.weight_copy} B"))
     if spec.gemma3n is not None:
         saved += gemma3n_model_terms(spec, st)
+    if fused_linear is not None:  # formulas/liger_kernels.py eq. LG4
+        saved = [x for x in saved if x.name != "lm_head input"] + list(fused_linear[0])
+        return HeadActivations(tuple(saved), fused_linear[1], 0, shared_activations(spec, st))
     if cut_loss:
         if not lm_head_trained:
             saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))
