@@ -20,6 +20,9 @@ fused_linear_cross_entropy=True, rms_norm=True, swiglu=True``) swaps transformer
 
       2 t I c (+ t I c, the product, when down_proj keeps its input)   in place of  3 (+ 1) t I c          (LG2)
 
+  Their backward writes d(gate) and d(up) into those saved tensors (ops/swiglu.py lines 94-95, 295-296; ops/geglu.py
+  lines 83-84, 146): the MLP's backward transient is eq. A3l of ``training_activations.layer_backward_transient``.
+
 - ``LigerRopeFunction`` (ops/rope.py line 226: ``ctx.save_for_backward(cos, sin)``): the shared cos/sin tables, which
   the eager ``q * cos + rotate_half(q) * sin`` keeps as well (``mul`` saves the other operand, the tables); no
   per-layer term changes.

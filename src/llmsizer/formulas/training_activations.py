@@ -1201,7 +1201,7 @@ def reentrant_recompute_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
     return checkpoint_input_bytes(spec, st)
 
 
-def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup, in_place_glu: bool = False) -> int:
     """Eq. (A3): the gradient tensors alive inside one layer's backward beyond its saved activations [B]: the most
     that coexist at any moment of the backward, taken over its phases in autograd's order, plus the gradient that
     arrives at the layer's output (held for the residual add, or its sum with the MLP branch's, throughout)::
@@ -1237,6 +1237,13 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
     [b, s, n_h, d] (L937-938), while the gradient of its output d(out) is held: that is the fused term. It is NOT traced here (the tests run on CPU, whose SDPA math kernel is a different algorithm and
     holds more; the memory-efficient kernel is not modelled). The weight gradients and the saved activations are
     counted apart.
+
+    ``in_place_glu`` (Liger-Kernel's ``LigerSiLUMulFunction`` / ``LigerGELUMulFunction``, formulas/liger_kernels.py
+    eq. LG2): the fused backward writes d(gate) and d(up) into the saved gate and up outputs (linkedin/Liger-Kernel
+    @ ead96b6 ops/swiglu.py lines 94-95 and 295-296, ops/geglu.py lines 83-84 and 146), so a dense MLP's phases are
+    down_proj's d(product) alone, then the two projections' [t, h] input gradients and their sum::
+
+        mlp = max(c t I, 3 c t h)                                                                     (A3l)
     """
     t, c, r = st.tokens, st.compute, st.residual
     h = spec.hidden_size
@@ -1246,7 +1253,8 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
         mlp += 3 * t * _div(spec.moe.shared_intermediate_size, st.tp) * c
     else:
         inter = _div(spec.intermediate_size, st.tp)
-        mlp = max(3 * c * t * inter, 2 * c * t * inter + c * t * h, c * t * inter + 2 * c * t * h, 3 * c * t * h)
+        mlp = (max(c * t * inter, 3 * c * t * h) if in_place_glu and spec.mlp_gated else  # eq. A3l
+               max(3 * c * t * inter, 2 * c * t * inter + c * t * h, c * t * inter + 2 * c * t * h, 3 * c * t * h))
     heads = _div(spec.num_heads, st.tp)
     if st.attention == "eager":
         p = st.batch * heads * st.seq * st.seq
