@@ -83,3 +83,9 @@ def test_liger_speed_is_stated_as_not_modelled() -> None:
 def test_liger_off_gpu_is_one_line_exit_2() -> None:
     code, out, err = run("train", "llama-3.1-8b", "--method", "lora", "--device", "cpu", "--kernels", "liger")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "CUDA and ROCm GPUs only" in err
+
+
+def test_liger_flce_refuses_an_lm_head_adapter() -> None:
+    with pytest.raises(InputError, match="LoRA adapter on the lm_head would not run"):
+        estimate_training("llama-3.1-8b", **{**BASE, "method": "lora", "targets": "q,v,lm_head",  # type: ignore[arg-type]
+                                             "loss": "liger-flce"})

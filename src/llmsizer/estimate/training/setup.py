@@ -798,6 +798,10 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     for what, on in (("kernels liger", w.kernels == "liger"), ("loss liger-flce", w.loss == "liger-flce")):
         if on:  # apply_liger_kernel_to_* patches these model types only
             liger_kernels.check(spec, what)
+    if w.loss == "liger-flce" and "output" in act.adapted:
+        raise InputError("loss liger-flce multiplies by lm_head.weight inside the loss (Liger-Kernel "
+                         "@ead96b6 transformers/model/llama.py lines 183-197), so a LoRA adapter on the lm_head would not run; "
+                         "leave lm_head out of the LoRA targets")
     return TrainingContext(spec=spec, w=w, recipe=rec, optimizer=opt, state_bytes=DTYPE_BYTES[sd],
                            optimizer_impl=impl, base_bytes=base_bytes, base_format=base_format,
                            adapter_bytes=adapter_bytes, lora=lora, act=act, weight_copy_bytes=copies,
