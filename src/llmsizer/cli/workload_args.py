@@ -406,7 +406,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "vocabulary shards (torchtitan with --tp > 1); fused-xentropy: flash-attn's fused cross-entropy "
                    "kernel, the half-precision logits kept, no fp32 copy (llm-foundry's default loss_fn); "
                    "megatron-ce: Megatron-Core's vocab-parallel cross-entropy, one fp32 copy made the softmax in place, "
-                   "the default under --precision megatron-* (default ce)")
+                   "the default under --precision megatron-*; liger-flce: Liger-Kernel's fused linear cross-entropy, "
+                   "the lm_head inside the loss over row chunks of its own size, its gradients computed in the forward "
+                   "(default ce)")
     g.add_argument("--layernorm", choices=LAYERNORMS, help="a LayerNorm model's norms under autocast: torch "
                    "(nn.LayerNorm runs in fp32 and keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, "
                    f"its default norm_type: cast to the autocast dtype first) (default {TW.layernorm})")
@@ -422,8 +424,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                         "read at: " + ", ".join(p.label for p in framework_profiles().values() if p.pinned)
                         + f" (default {TW.framework})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
-                   "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
-                   f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
+                   "modules), unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
+                   "--grad-checkpointing full --checkpoint-offload) or liger (Liger-Kernel's RMSNorm, SwiGLU/GeGLU and "
+                   "RoPE on the model types apply_liger_kernel_to_* patches; its default recipe adds --loss liger-flce; "
+                   f"the step is timed as pytorch's) (default {TW.kernels})")
     g.add_argument("--mamba-path", choices=MAMBA_PATHS, help="what runs the Mamba layers: cuda-kernels (mamba_ssm + "
                    "causal-conv1d installed on a CUDA GPU, or built from source on ROCm) or torch (transformers' reference "
                    "functions, which keep several times more for the backward) (default: cuda-kernels on a CUDA GPU, "

@@ -1829,6 +1829,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         warnings.append("Unsloth's speed: its Triton kernels' memory traffic is read from its code "
                         "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
+    if (w.kernels == "liger" or w.loss == "liger-flce") and device.kind == "gpu":
+        warnings.append("Liger-Kernel's speed is not modelled: the step is timed as with transformers' eager modules "
+                        "and the eager cross-entropy (kernels pytorch, loss ce); no source gives Liger's step time "
+                        "for these settings (its benchmark/data/all_benchmark_data.csv times single kernels only)")
     share, tp_div = (stage_share(spec, w), w.tp) if w.tp * w.pp > 1 else (1.0, 1)
     t_attn = 0.0
     kernel = kernel_why = ""

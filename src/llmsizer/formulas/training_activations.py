@@ -1263,7 +1263,7 @@ def reentrant_recompute_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
     return checkpoint_input_bytes(spec, st)
 
 
-def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup, in_place_glu: bool = False) -> int:
     """Eq. (A3): the gradient tensors alive inside one layer's backward beyond its saved activations [B]: the most
     that coexist at any moment of the backward, taken over its phases in autograd's order, plus the gradient that
     arrives at the layer's output (held for the residual add, or its sum with the MLP branch's, throughout)::
@@ -1299,6 +1299,13 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
     [b, s, n_h, d] (L937-938), while the gradient of its output d(out) is held: that is the fused term. It is NOT traced here (the tests run on CPU, whose SDPA math kernel is a different algorithm and
     holds more; the memory-efficient kernel is not modelled). The weight gradients and the saved activations are
     counted apart.
+
+    ``in_place_glu`` (Liger-Kernel's ``LigerSiLUMulFunction`` / ``LigerGELUMulFunction``, formulas/liger_kernels.py
+    eq. LG2): the fused backward writes d(gate) and d(up) into the saved gate and up outputs (linkedin/Liger-Kernel
+    @ ead96b6 ops/swiglu.py lines 94-95 and 295-296, ops/geglu.py lines 83-84 and 146), so a dense MLP's phases are
+    down_proj's d(product) alone, then the two projections' [t, h] input gradients and their sum::
+
+        mlp = max(c t I, 3 c t h)                                                                     (A3l)
     """
     t, c, r = st.tokens, st.compute, st.residual
     h = spec.hidden_size
@@ -1311,7 +1318,8 @@ def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -
                                        autocast=st.autocast)
     else:
         inter = _div(spec.intermediate_size, st.tp)
-        mlp = max(3 * c * t * inter, 2 * c * t * inter + c * t * h, c * t * inter + 2 * c * t * h, 3 * c * t * h)
+        mlp = (max(c * t * inter, 3 * c * t * h) if in_place_glu and spec.mlp_gated else  # eq. A3l
+               max(3 * c * t * inter, 2 * c * t * inter + c * t * h, c * t * inter + 2 * c * t * h, 3 * c * t * h))
     heads = _div(spec.num_heads, st.tp)
     if st.attention == "eager":
         p = st.batch * heads * st.seq * st.seq
@@ -1338,8 +1346,13 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                      linear_loss: bool = False, cut_loss: bool = False,
                      kept_logits: bool = False, compiled_loss: bool = False,
                      loss_parallel: bool = False, upcast_in_loss: bool = False,
-                     fused_xentropy: bool = False, megatron_ce: bool = False) -> HeadActivations:
+                     fused_xentropy: bool = False, megatron_ce: bool = False,
+                     fused_linear: tuple[tuple[Term, ...], int] | None = None) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
+
+    ``fused_linear``: the (kept terms, forward bytes) of a loss that runs the lm_head inside itself and computes the
+    gradients in its forward (Liger-Kernel's fused linear cross-entropy, formulas/liger_kernels.py eq. LG4): the
+    final norm's terms and those; no lm_head input, logits or log-softmax is kept, and its backward allocates nothing.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
     gradients exist for one chunk of t / loss_chunks tokens at a time; the fp32 log-softmax of every chunk is
@@ -1487,6 +1500,9 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                           f"{spec.vocab_size} x {h} x {st.weight_copy} B"))
     if spec.gemma3n is not None:
         saved += gemma3n_model_terms(spec, st)
+    if fused_linear is not None:  # formulas/liger_kernels.py eq. LG4
+        saved = [x for x in saved if x.name != "lm_head input"] + list(fused_linear[0])
+        return HeadActivations(tuple(saved), fused_linear[1], 0, shared_activations(spec, st))
     if cut_loss:
         if not lm_head_trained:
             saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))

@@ -293,7 +293,8 @@ TRAINING = (
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
             "torchtune 2024-05), ce-loss-parallel (ce under torch loss_parallel over the tp vocabulary shards: torchtitan "
             "with tp > 1), fused-xentropy (flash-attn's fused cross-entropy kernel: llm-foundry's default), megatron-ce "
-            "(Megatron-Core's vocab-parallel cross-entropy: the default under the megatron precisions)",
+            "(Megatron-Core's vocab-parallel cross-entropy: the default under the megatron precisions), liger-flce "
+            "(Liger-Kernel's fused linear cross-entropy: no [tokens, vocab] logits)",
             template=False, choices=_LOSSES),
           F("layernorm", "enum", "LayerNorm precision under autocast: torch (nn.LayerNorm, in fp32) or low-precision "
             "(llm-foundry's LPLayerNorm, in the autocast dtype)", template=False, choices=LAYERNORMS),
@@ -323,7 +324,8 @@ TRAINING = (
           F("zero_grad", "enum", "what the loop's optimizer.zero_grad does between steps: set-to-none (frees the "
             "gradients) or zeros (set_to_none=False: kept into the next forward; accelerate <= 0.27, torch < 2.0)",
             template=False, choices=ZERO_GRADS),
-          F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
+          F("kernels", "enum", "layer implementation: pytorch, unsloth (fused LoRA kernels) or liger (Liger-Kernel's "
+            "RMSNorm, SwiGLU/GeGLU and RoPE)", template=False,
             choices=_KERNELS),
           F("mamba_path", "enum", "what runs Mamba layers: cuda-kernels (mamba_ssm + causal-conv1d on a CUDA GPU, "
             "or built on ROCm) or torch (transformers' reference functions); default by device", template=False, choices=MAMBA_PATHS),

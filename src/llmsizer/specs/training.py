@@ -167,6 +167,11 @@ def gpu_kernels_off_gpu(loss: str, kernels: str, where: str) -> Iterator[tuple[s
                        f"only, not on {on}; use ce")
     if kernels == "unsloth":
         yield "kernels", f"kernels unsloth: Unsloth's Triton code runs on CUDA and ROCm GPUs only, not on {on}; use pytorch"
+    if kernels == "liger":
+        yield "kernels", f"kernels liger: Liger-Kernel's Triton code runs on CUDA and ROCm GPUs only, not on {on}; use pytorch"
+    if loss == "liger-flce":
+        yield "loss", (f"loss liger-flce: Liger-Kernel's Triton code runs on CUDA and ROCm GPUs only, not on {on}; "
+                       "use linear-ce")
 
 
 # accelerators whose torch backend is neither CUDA nor ROCm (specs/workload.py GPU_RUNTIMES): where attention_off_gpu
@@ -235,7 +240,11 @@ FSDP_VERSIONS = (1, 2)
 # megatron-ce: Megatron-Core's vocab_parallel_cross_entropy on the tp vocabulary shards (the default under the
 # megatron precisions, ``default_loss``): one fp32 copy of the logits, turned into the softmax in place and kept
 # (formulas/training_activations.py eq. MC1)
-LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel", "fused-xentropy", "megatron-ce")
+# liger-flce: Liger-Kernel's LigerFusedLinearCrossEntropyFunction (apply_liger_kernel_to_*'s default loss): the
+# lm_head inside the loss over row chunks of its own size rule, the gradients computed in the forward and kept
+# (formulas/liger_kernels.py eqs. LG3, LG4)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel", "fused-xentropy", "megatron-ce",
+          "liger-flce")
 # the LayerNorm's precision under torch.autocast: torch (nn.LayerNorm: layer_norm is on autocast's fp32 list, so it
 # keeps its fp32 input) or low-precision (llm-foundry's LPLayerNorm, its default norm_type
 # 'low_precision_layernorm': input, weight and bias cast to the autocast dtype and the norm run with autocast off,
@@ -261,8 +270,9 @@ DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # (set_to_none=False: accelerate <= 0.27's AcceleratedOptimizer.zero_grad default, optimizer.py @ v0.15.0 lines
 # 119-121, @ v0.27.0 lines 116-118; torch < 2.0's Optimizer.zero_grad default)
 ZERO_GRADS = ("set-to-none", "zeros")
-# the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
-KERNELS = ("pytorch", "unsloth")
+# the layer implementation: PyTorch modules (transformers / PEFT / torchtune), Unsloth's fused LoRA kernels, or
+# transformers' modules with Liger-Kernel's RMSNorm, SwiGLU/GeGLU and RoPE swapped in (formulas/liger_kernels.py)
+KERNELS = ("pytorch", "unsloth", "liger")
 # what runs a Mamba layer: mamba_ssm + causal-conv1d's kernels (a CUDA GPU with both installed) or transformers'
 # torch reference functions (formulas/mamba_activations.py)
 MAMBA_PATHS = ("cuda-kernels", "torch")
@@ -601,7 +611,9 @@ class TrainingWorkload:
         ``F.cross_entropy`` in the forward and in the backward; ``formulas/training_activations.py`` eqs. LP1/LP2)
         or 'fused-xentropy' (flash-attn's fused cross-entropy kernel, llm-foundry's default ``loss_fn``: it keeps
         the half-precision logits and an fp32 log-sum-exp per token, and its backward makes one gradient of the
-        logits' dtype: eq. X1).
+        logits' dtype: eq. X1) or 'liger-flce' (Liger-Kernel's fused linear cross-entropy, ``apply_liger_kernel_to_*``'s
+        default loss: the lm_head inside the loss over row chunks of its own size, the gradients computed in the
+        forward and kept; formulas/liger_kernels.py eqs. LG3, LG4).
     layernorm: what a LayerNorm model's norms run in under torch.autocast: 'torch' (``nn.LayerNorm``, on autocast's
         fp32 list: it keeps its fp32 input) or 'low-precision' (llm-foundry's ``LPLayerNorm``, its default
         ``norm_type``: the input, weight and bias cast to the autocast dtype first, so it keeps those copies;
@@ -651,7 +663,10 @@ class TrainingWorkload:
         recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
         layer, formulas/unsloth_kernels.py). Unsloth's recipe is kernels='unsloth', loss='cut-ce',
-        grad_checkpointing='full' with checkpoint_offload.
+        grad_checkpointing='full' with checkpoint_offload. 'liger': transformers' modules with Liger-Kernel's
+        RMSNorm, SwiGLU/GeGLU and RoPE swapped in (``apply_liger_kernel_to_*``, formulas/liger_kernels.py eqs. LG1,
+        LG2); its default recipe adds loss='liger-flce'. The step's time is not changed (no source gives Liger's
+        speed for a whole step).
     mamba_path: what runs the Mamba layers of a Mamba / hybrid model: 'cuda-kernels' (mamba_ssm and causal-conv1d
         installed on a CUDA GPU, or built from source on ROCm) or 'torch' (transformers' reference functions: a
         CPU, Apple, or neither package installed), formulas/mamba_activations.py; None: cuda-kernels on a CUDA GPU,
@@ -1033,6 +1048,18 @@ class TrainingWorkload:
                              "logits (llm-foundry, eager): it does not take "
                              + (f"loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else "compile (a compiled "
                                 "model around it is not modelled)"))
+        liger = [x for x, on in (("kernels liger", self.kernels == "liger"), ("loss liger-flce",
+                                                                               self.loss == "liger-flce")) if on]
+        if liger:  # formulas/liger_kernels.py: transformers' modules patched by apply_liger_kernel_to_*
+            why = ("compile (what inductor saves around Liger's autograd functions is not modelled)" if self.compile
+                   else f"precision {self.precision} (Megatron-Core's layers, not transformers')"
+                   if self.precision in MEGATRON_PRECISIONS else "")
+            if self.loss == "liger-flce" and not why:
+                liger = ["loss liger-flce"]
+                why = (f"loss_chunks {self.loss_chunks} (it chunks by its own rule, eq. LG3)" if self.loss_chunks > 1
+                       else f"tp {self.tp} (it needs the whole vocabulary on each device)" if self.tp > 1 else "")
+            if why:
+                raise InputError(f"{' and '.join(liger)} (Liger-Kernel) does not take {why}")
         if self.loss == "ce-loss-parallel":
             why = ("it needs tp > 1" if self.tp == 1 else
                    f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else

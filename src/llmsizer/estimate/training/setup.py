@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ...catalog.hardware import Device
 from ...errors import DeviceCannotRunError, FieldError, InputError, NotModelledError
-from ...formulas import unsloth_kernels
+from ...formulas import liger_kernels, unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.float8_training import TE_RECIPES
@@ -403,7 +403,7 @@ def qlora_unquantized_dtype(w: TrainingWorkload, gptq: bool) -> tuple[str, str]:
     """(default dtype, why) of a QLoRA run's non-quantized tensors: 'fp32' where PEFT's prepare_model_for_kbit_training
     prepares the bitsandbytes model (no framework profile, PyTorch kernels, not sharded under FSDP / ZeRO-3), else
     'bf16' (the comment above)."""
-    peft_prep = (w.framework == "none" and w.kernels == "pytorch" and not gptq
+    peft_prep = (w.framework == "none" and w.kernels != "unsloth" and not gptq
                  and w.nf4_quantizer in ("bitsandbytes", "bitsandbytes-0.42") and w.fsdp is None and w.zero != 3)
     return ("fp32", KBIT_PREP_WHY) if peft_prep else ("bf16", NO_KBIT_PREP_WHY)
 
@@ -744,8 +744,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     compute = compute_bytes(w)
     # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
-    # bitsandbytes' own MatMul4Bit autograd runs the 4-bit linears (Unsloth's kernels replace it with their own)
-    qlora_nf4 = w.method == "qlora" and base_format != "gptq-int4" and w.kernels == "pytorch"
+    # bitsandbytes' own MatMul4Bit autograd runs the 4-bit linears (Unsloth's kernels replace it with their own;
+    # Liger's leave the linears to PEFT and bitsandbytes)
+    qlora_nf4 = w.method == "qlora" and base_format != "gptq-int4" and w.kernels != "unsloth"
     adapted = adapted_roles(spec, w.targets) if lora else frozenset()  # (lora's modules are these targets')
     target = 0
     if spec.encoder_decoder is not None:
@@ -807,6 +808,13 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                              and not spec.tie_word_embeddings))
     if w.kernels == "unsloth":
         unsloth_kernels.check(spec, act)
+    for what, on in (("kernels liger", w.kernels == "liger"), ("loss liger-flce", w.loss == "liger-flce")):
+        if on:  # apply_liger_kernel_to_* patches these model types only
+            liger_kernels.check(spec, what)
+    if w.loss == "liger-flce" and "output" in act.adapted:
+        raise InputError("loss liger-flce multiplies by lm_head.weight inside the loss (Liger-Kernel "
+                         "@ead96b6 transformers/model/llama.py lines 183-197), so a LoRA adapter on the lm_head would not run; "
+                         "leave lm_head out of the LoRA targets")
     return TrainingContext(spec=spec, w=w, recipe=rec, optimizer=opt, state_bytes=DTYPE_BYTES[sd],
                            optimizer_impl=impl, base_bytes=base_bytes, base_format=base_format,
                            adapter_bytes=adapter_bytes, lora=lora, act=act, weight_copy_bytes=copies,

@@ -29,7 +29,7 @@ from functools import cached_property
 from itertools import accumulate, repeat
 from operator import add, attrgetter, ge, mul, sub
 
-from ...formulas import unsloth_kernels
+from ...formulas import liger_kernels, unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
 from ...formulas.compiled_activations import compiled_layer_terms
 from ...formulas.context_parallel import (
@@ -241,7 +241,7 @@ def eager_loss_events_of(ctx: TrainingContext, st: StageStates) -> list[tuple[st
     otherwise."""
     w = ctx.w
     parallel = w.loss == "ce-loss-parallel"
-    if (not st.has_head or w.loss_chunks > 1 or compiled_loss(w) or w.kernels != "pytorch"
+    if (not st.has_head or w.loss_chunks > 1 or compiled_loss(w) or w.kernels == "unsloth"
             or ctx.spec.encoder_decoder is not None or not (parallel or (w.loss == "ce" and w.tp == 1))):
         return []
     vocab = -(-ctx.spec.vocab_size // w.tp) if parallel else ctx.spec.vocab_size
@@ -329,6 +329,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         g_i = bool(k[4])
         t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
                else layer_saved_terms(spec, i, act, k[3], input_grad=g_i))  # type: ignore[arg-type]
+        if w.kernels == "liger":  # Liger's RMSNorm and SwiGLU/GeGLU keep less (formulas/liger_kernels.py)
+            t_i = liger_kernels.layer_terms(spec, act, t_i)
         if compile_partitions_layers(w):  # the min-cut partitioner's set (formulas/compiled_activations.py)
             t_i = compiled_layer_terms(spec, i, act, t_i)
         full_i = _sum(t_i)
@@ -349,7 +351,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             if w.checkpoint_impl == "reentrant":  # the recompute rebuilds the layer's output too
                 rebuild_i += reentrant_recompute_bytes(spec, act)
         plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
-                   else layer_backward_transient(spec, i, act))
+                   else layer_backward_transient(spec, i, act, in_place_glu=w.kernels == "liger"))
         if fresh_grads and not (spec.moe_layers[i] and spec.moe is not None) and not lce.get(i, 0):
             # kept .grads: the down projection's new weight gradient beside its own (eq. A2; no autocast copies)
             plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, fresh_b))
@@ -379,7 +381,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             compiled_loss=compiled_loss(w), upcast_in_loss=w.compile_scope == "layers+loss+upcast",
                             loss_parallel=w.loss == "ce-loss-parallel",
                             fused_xentropy=w.loss == "fused-xentropy",
-                            megatron_ce=w.loss == "megatron-ce") if st.has_head else None
+                            megatron_ce=w.loss == "megatron-ce",
+                            fused_linear=liger_kernels.flce_terms(
+                                act.head_tokens, spec.hidden_size, spec.vocab_size, act.compute,
+                                ctx.base_bytes, w.method == "full" or "lm_head" in w.modules_to_save) if w.loss == "liger-flce" else None
+                            ) if st.has_head else None
+    if head is not None and w.kernels == "liger":  # the final norm is a LigerRMSNorm too (eq. LG1)
+        head = replace(head, saved=liger_kernels.layer_terms(spec, act, head.saved))
     shared_saved = sum(t.bytes for t in head.shared if not t.forward_only) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
@@ -696,7 +704,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             b.parts["gathered_params"] = gather_fwd.get("forward", gather)
         phases.append(b)
     head_trained = w.method == "full" or "lm_head" in w.modules_to_save
-    if head and head_trained and st.head_grads and w.loss != "cut-ce" and w.shard_stage == 0 and w.tp == 1:
+    if (head and head_trained and st.head_grads and w.loss not in ("cut-ce", "liger-flce") and w.shard_stage == 0
+            and w.tp == 1):
         # the lm_head's own backward, chunk by chunk (training_activations.lm_head_backward_bytes, eq. H1): the
         # loss's saved tensors are freed by then, the lm_head input and the other head terms stay
         # the [V, h] gradient in the dtype the matmul makes it: the autocast copy's under mixed precision (its fp32

@@ -1,0 +1,139 @@
+"""Liger-Kernel's fused Triton kernels: what each keeps for the backward, in place of the eager modules' tensors [bytes].
+
+Read from linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c (2026-08-21). ``apply_liger_kernel_to_<model>``
+(src/liger_kernel/transformers/monkey_patch.py; for Llama lines 221-226: ``rope=True, cross_entropy=False,
+fused_linear_cross_entropy=True, rms_norm=True, swiglu=True``) swaps transformers' modules for Liger's:
+
+- ``LigerRMSNorm`` (ops/rms_norm.py line 657: ``ctx.save_for_backward(X, W, RSTD)``; line 452: RSTD fp32 in the
+  Llama and Gemma casting modes): the norm input X as it comes (the residual stream's dtype r, no fp32 copy) and one
+  fp32 1/rms per row. The weight gradient is rebuilt from X and RSTD in the backward kernel, so no normalised tensor
+  is kept even when the norm weight trains, and Gemma's ``1 + weight`` is formed inside the kernel (no fp32 weight
+  copy). Every RMSNorm class of the model is swapped (the final norm and Qwen3's q/k norms too)::
+
+      t w r + 4 t   per norm of width w, in place of  t w 4 + 4 t (+ t w r normalised, + the weight copy)   (LG1)
+
+- ``LigerSiLUMulFunction`` (ops/swiglu.py line 262: ``ctx.save_for_backward(a, b)``; transformers/swiglu.py line 21:
+  ``down_proj(LigerSiLUMulFunction.apply(gate_proj(x), up_proj(x)))``) and ``LigerGELUMulFunction`` (ops/geglu.py
+  line 138, the same two tensors; transformers/geglu.py line 22): the gate and up outputs; ``silu(a)`` / ``gelu(a)``
+  is recomputed in the backward, so the activation output the eager ``act_fn(gate) * up`` keeps is gone. The product
+  is down_proj's input, kept by that matmul as before::
+
+      2 t I c (+ t I c, the product, when down_proj keeps its input)   in place of  3 (+ 1) t I c          (LG2)
+
+  Their backward writes d(gate) and d(up) into those saved tensors (ops/swiglu.py lines 94-95, 295-296; ops/geglu.py
+  lines 83-84, 146): the MLP's backward transient is eq. A3l of ``training_activations.layer_backward_transient``.
+
+- ``LigerRopeFunction`` (ops/rope.py line 226: ``ctx.save_for_backward(cos, sin)``): the shared cos/sin tables, which
+  the eager ``q * cos + rotate_half(q) * sin`` keeps as well (``mul`` saves the other operand, the tables); no
+  per-layer term changes.
+
+- ``LigerFusedLinearCrossEntropyFunction`` (ops/fused_linear_cross_entropy.py): the lm_head runs inside the loss over
+  row chunks of the t = b s hidden states (lines 68-70)::
+
+      inc_factor = ceil(V / h),   chunk = next_power_of_2(ceil(t / inc_factor)),   chunks = ceil(t / chunk)   (LG3)
+
+  so one [chunk, V] logits tensor exists at a time, in the matmul's dtype c (line 114); the cross-entropy kernel
+  writes its gradient in place (lines 162-163, 212). The forward computes the gradients: grad_input [t, h] in the
+  input's dtype (line 72) and, with the lm_head trained, grad_weight [V, h] in the weight's dtype (line 77), and saves
+  them for the backward (lines 431-435), which only scales them (lines 292-330). Nothing else is saved: no logits,
+  no log-softmax, no lm_head input. Per token, fp32 loss (line 86). With bf16 weights the weight gradient is summed
+  through ``torch.mm(...).float()`` (line 257): a [V, h] product in c and its fp32 cast beside grad_weight, while a
+  chunk runs (fp32 weights under autocast take line 249's in-place ``addmm`` on torch >= 2.8, sm80+)::
+
+      kept:  t h c (+ V h w, lm_head trained) + 4 t        forward: chunk V c (+ V h (c + 4), w = c)       (LG4)
+
+Applies to the model types ``MODEL_TYPE_TO_APPLY_LIGER_FN`` lists (monkey_patch.py lines 3534-3585); ``check``
+refuses the rest. Terms not named above (LayerNorms, MoE experts, attention) keep their eager value.
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..specs import ModelSpec
+from .training_activations import ActivationSetup, Term, _div
+
+SOURCE = ("linkedin/Liger-Kernel @ ead96b6 src/liger_kernel/ops/rms_norm.py, swiglu.py, geglu.py, rope.py, "
+          "fused_linear_cross_entropy.py (formulas/liger_kernels.py)")
+# monkey_patch.py @ ead96b6 lines 3534-3585: the model types apply_liger_kernel_to_* patches
+MODEL_TYPES = frozenset({
+    "deepseek_v4", "gemma", "gemma2", "gemma3_text", "gemma3", "gemma4_text", "gemma4", "glm4", "glm4v", "glm4v_moe",
+    "gpt_oss", "internvl", "llama", "llama4_text", "llama4", "llava", "granite", "mllama", "mllama_text_model",
+    "ministral", "mistral", "mixtral", "nemotron", "olmo2", "pixtral", "olmo3", "qwen2", "qwen3", "qwen3_moe",
+    "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen3_next", "qwen3_5", "qwen3_5_text",
+    "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "smollm3",
+    "phi3", "paligemma", "falcon_h1", "smolvlm", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4"})
+
+
+def check(spec: ModelSpec, what: str) -> None:
+    """InputError unless ``apply_liger_kernel_to_*`` patches ``spec``'s model type (``what``: the setting named)."""
+    if spec.model_type not in MODEL_TYPES:
+        raise InputError(f"{what}: Liger-Kernel patches model types {', '.join(sorted(MODEL_TYPES))} "
+                         f"(monkey_patch.py MODEL_TYPE_TO_APPLY_LIGER_FN), not {spec.model_type!r}")
+
+
+def _gated_names() -> tuple[tuple[str, str, int, int], ...]:
+    # eager term suffix -> Liger's, and the tensor counts (eq. LG2)
+    return (("act input, act output, up output, product", "gate, up (Liger SiLU/GELU-mul), product", 4, 3),
+            ("act input, act output, up output", "gate, up (Liger SiLU/GELU-mul)", 3, 2))
+
+
+def layer_terms(spec: ModelSpec, st: ActivationSetup, eager: tuple[Term, ...]) -> tuple[Term, ...]:
+    """A decoder layer's saved terms under Liger's layer kernels, from its eager terms ``eager``
+    (``training_activations.layer_saved_terms``; also the head's final norm): eqs. (LG1), (LG2)."""
+    t, r, c, h = st.tokens, st.residual, st.compute, spec.hidden_size
+    ts = _div(t, st.tp) if st.sp else t
+    out: list[Term] = []
+    for term in eager:
+        n = term.name
+        if n.endswith((" normalised", " fp32 weight copy", " fp32 weight copies")) and (
+                n.startswith(("attention norm", "mlp norm", "final norm", "extra norm", "q/k norms"))):
+            continue  # eq. LG1: the weight gradient and Gemma's 1 + weight are formed in the kernel
+        if n.endswith(" fp32 input + 1/rms") and n.startswith(("attention norm", "mlp norm", "final norm",
+                                                               "extra norm")):
+            ib = c if n.startswith("extra norm") else r  # the residual stream, or a sub-block's output (dtype c)
+            out.append(Term(n.replace(" fp32 input + 1/rms", " input + 1/rms (LigerRMSNorm)"), ts * h * ib + ts * 4,
+                            f"{ts} tokens x {h} x {ib} B (X as it comes) + 4 B per token (fp32 RSTD, eq. LG1)"))
+            continue
+        if n == "q/k norms fp32 inputs":  # Qwen3's per-head norms over the q/k projections' outputs (dtype c)
+            q_w, k_w = _div(spec.num_heads * spec.head_dim, st.tp), _div(spec.num_kv_heads * spec.head_dim, st.tp)
+            heads = _div(spec.num_heads, st.tp) + max(1, spec.num_kv_heads // st.tp)
+            if term.bytes == t * (q_w + k_w) * 4 + t * heads * 4:  # both norms run (else: the eager term kept)
+                out.append(Term("q/k norms inputs + 1/rms (LigerRMSNorm)", t * (q_w + k_w) * c + t * heads * 4,
+                                f"{t} x ({q_w} + {k_w}) x {c} B + 4 B per token and head (eq. LG1)"))
+                continue
+        for eager_s, liger_s, n_eager, n_liger in _gated_names():
+            if n.endswith(eager_s) and not n.startswith("routed"):
+                out.append(Term(n[: -len(eager_s)] + liger_s, term.bytes * n_liger // n_eager,
+                                term.formula.replace(f"{n_eager} x", f"{n_liger} x") + ", act recomputed: eq. LG2"))
+                break
+        else:
+            out.append(term)
+    return tuple(out)
+
+
+def flce_chunk_rows(tokens: int, hidden: int, vocab: int) -> int:
+    """Eq. (LG3): rows of one logits chunk of the fused linear cross-entropy (at most ``tokens``)."""
+    if tokens < 1 or hidden < 1 or vocab < 1:
+        raise InputError("tokens, hidden and vocab must be >= 1")
+    inc_factor = -(-vocab // hidden)
+    chunk = 1 << max(0, (-(-tokens // inc_factor) - 1).bit_length())  # triton.next_power_of_2
+    return min(chunk, tokens)
+
+
+def flce_terms(tokens: int, hidden: int, vocab: int, compute: int, weight_bytes: int,
+               lm_head_trained: bool) -> tuple[tuple[Term, ...], int]:
+    """Eq. (LG4): (the terms the fused linear cross-entropy keeps from its forward to its backward, the bytes alive
+    beside them while its forward runs a chunk)."""
+    t, h, v, c = tokens, hidden, vocab, compute
+    kept = [Term("FLCE hidden-states gradient (computed in the forward)", t * h * c + t * 4,
+                 f"{t} x {h} x {c} B grad_input + 4 B fp32 loss per token (eq. LG4)")]
+    if lm_head_trained:
+        kept.append(Term("FLCE lm_head weight gradient (computed in the forward)", v * h * weight_bytes,
+                         f"{v} x {h} x {weight_bytes} B grad_weight (eq. LG4)"))
+    chunk = flce_chunk_rows(t, h, v)
+    fwd = chunk * v * c
+    if lm_head_trained and weight_bytes != 4:  # torch.mm(...).float() beside a bf16/fp16 grad_weight
+        fwd += v * h * (c + 4)
+    elif lm_head_trained and c == 4:  # fp32 throughout: torch.mm's fp32 product (.float() is a no-op)
+        fwd += v * h * 4
+    return tuple(kept), fwd
