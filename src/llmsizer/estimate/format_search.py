@@ -40,6 +40,7 @@ from ..units import format_bytes, format_limit, format_rate
 from . import efficiency as E
 from .device import (
     check_engine_on_device,
+    cuda_memory,
     default_engine,
     device_weights_capability,
     fp8_tensor_cores,
@@ -70,7 +71,7 @@ from .fit import (
 from .formats import engine_refuses, format_ladder, quality_warning, rung_bytes, rung_group_size, weights_asked
 from .inference.compose import check_engine_kv_dtype
 from .model_warnings import ENGINE_LACKS_MODEL
-from .verdict import POOL_ENGINES, check_headroom, margin_rule
+from .verdict import POOL_ENGINES, check_headroom, margin_rule, vllm_pool_bytes, vllm_pool_words
 
 
 @dataclass(frozen=True)
@@ -312,16 +313,18 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         return rejected(str(e))
     # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
     offloaded = engine == "llamacpp" and (given.get("n_gpu_layers") is not None or given.get("n_cpu_moe") is not None)
-    # a necessary condition only: eq. (1)'s budget bounds the weights of every engine at its default share (vLLM's
-    # pool is 1 - headroom of the card); a share given (gpu_memory_utilization, mem_fraction_static) or SGLang's
-    # default (above 0.9 on large cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
-    own_share = (engine == "sglang" or given.get("gpu_memory_utilization") is not None
-                 or given.get("mem_fraction_static") is not None)
+    # a necessary condition only: vLLM's pool bounds its weights (gpu_memory_utilization, 1 - headroom unless given,
+    # x CUDA's total: verdict.py ``vllm_pool_bytes``, the pool fit's estimate sizes); eq. (1)'s budget another
+    # engine's at its default share; a share given (mem_fraction_static) or SGLang's default (above 0.9 on large
+    # cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
+    own_share = engine == "sglang" or given.get("mem_fraction_static") is not None
+    cuda = cuda_memory(dev, memory) or usable  # what vLLM's pool is a share of (the estimate's cuda_total)
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
     # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
     # fit was asked: its answer is built only for the one reported)
-    smallest: tuple[int, str, MemoryFit | None, Any, str] | None = None
+    # (..., the limit the weights passed: its bytes and words, the rung's engine)
+    smallest: tuple[int, str, MemoryFit | None, tuple[int, str], str] | None = None
     refused: str | None = None
     # a context past the model's window: the first rung's engine refusal (fit's memory stage, whose answer it is), and
     # the engines that refused it (vLLM, SGLang refuse it at every format: estimate/context_window.py W2, W4)
@@ -367,14 +370,23 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             margin = margin_rule(eng, kind, headroom, given.get("fit_target"))
         except InputError as e:
             return rejected(str(e), fmt)
-        weights_limit = usable if own_share else margin.budget(usable)
+        if eng == "vllm" and dev.kind == "gpu" and margin.fixed is None:  # its pool: the share given, else 1 - headroom
+            util = float(given.get("gpu_memory_utilization") or 1 - float(margin.share or 0.0))
+            weights_limit = vllm_pool_bytes(cuda, util)
+            limit_words = f"vLLM's pool, {vllm_pool_words(cuda, util)}"
+        elif own_share:
+            weights_limit, limit_words = usable, f"the device's {format_bytes(usable)}"
+        else:
+            weights_limit = margin.budget(usable)
+            limit_words = f"the {format_bytes(weights_limit)} budget ({margin.words(usable)})"
+        limit = (weights_limit, limit_words)
         # whether fit's own layout (tensor parallelism only) could hold the weights, else the pipeline layouts whose
         # replica's devices could (the same necessary condition, each layout's widest replica: stage_spread)
         own = offloaded or wb / spread <= weights_limit
         widest = max(spread, reach_of(eng)[1]) if not own else spread
         if wb / widest > weights_limit and not own:
             # the weights alone cannot fit on any layout (not asked; fit decides every rung that passes)
-            smallest = (int(wb / widest), fmt, None, margin, eng)
+            smallest = (int(wb / widest), fmt, None, limit, eng)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses); the
         # host CPU to the rungs llama.cpp runs (fit refuses it on another engine)
@@ -404,7 +416,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             stages = [p for p, d in reach_of(eng)[0].items() if wb / d <= weights_limit]
             found = with_pipeline_layouts(first, per_node, stages, partial(_staged_fit, spec, target, cnt, args))
         if found is None:  # no layout that could hold the weights answered (fit refused every stage count)
-            smallest = (int(wb / max(spread, reach_of(eng)[1])), fmt, None, margin, eng)
+            smallest = (int(wb / max(spread, reach_of(eng)[1])), fmt, None, limit, eng)
             continue
         sized = found
         if sized.refusal is not None:  # the engine will not start at this context: not a matter of the format
@@ -412,7 +424,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             past_window.add(eng)
             continue
         if not sized.fits:
-            smallest = (int(wb / spread), fmt, sized, margin, eng)
+            smallest = (int(wb / spread), fmt, sized, limit, eng)
             continue
         if request_rate is None:
             r = sized.result(True)
@@ -483,12 +495,9 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         # eq. 3 admission_verdict) the device memory, its pool named apart in the reason; another's eq. (1) budget
         pool_engine = smallest[4] in POOL_ENGINES
         shown_engine = smallest[4]
-        budget_shown = usable if pool_engine else smallest[3].budget(usable)
-        limit = (f"the device's {format_bytes(usable)}" if own_share else
-                 f"the {format_bytes(smallest[3].budget(usable))} "
-                 f"{'pool' if pool_engine else 'budget'} ({smallest[3].words(usable)})")
+        budget_shown = usable if pool_engine else smallest[3][0]
         why = (f"does not fit: the weights alone at the smallest format tried ({format_name(smallest[1])}) need "
-               f"{format_bytes(smallest[0])} per device, more than {limit}")
+               f"{format_bytes(smallest[0])} per device, more than {smallest[3][1]}")
     if refused is not None:
         why = refused if smallest is None and window is None else f"{why}; {refused}"
     return FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown,

@@ -160,6 +160,22 @@ def memory_budget(usable: int, headroom: float) -> int:
     return int(usable * (1 - headroom))
 
 
+def vllm_pool_bytes(cuda_total: int, utilization: float) -> int:
+    """Eq. (3)'s pool: the bytes vLLM reserves at start-up, gpu_memory_utilization ("the fraction of GPU memory to be
+    used for the model executor", vllm 0.19.1 vllm/config/cache.py:41-48) x CUDA's total, torch.cuda.mem_get_info's
+    (vllm/v1/worker/utils.py:408-410 ``request_memory``: ceil(MemorySnapshot.total_memory x gpu_memory_utilization);
+    the total as estimate/device.py ``cuda_memory`` reads it, below nvidia-smi's memory.total by what the driver
+    reserves). Truncated to a byte (vLLM rounds up: one byte apart at most)."""
+    return int(utilization * cuda_total)
+
+
+def vllm_pool_words(cuda_total: int, utilization: float) -> str:
+    """``vllm_pool_bytes`` in words, as every answer says vLLM's pool: 'gpu_memory_utilization 0.90 x 79.18 GiB
+    (CUDA's total) = 71.26 GiB'."""
+    return (f"gpu_memory_utilization {utilization:.2f} x {format_bytes(cuda_total)} (CUDA's total) = "
+            f"{format_bytes(vllm_pool_bytes(cuda_total, utilization))}")
+
+
 def fits_budget(need: int, usable: int, headroom: float | Margin) -> bool:
     """Eq. (2): whether an expected need [bytes per device] fits a device of ``usable`` bytes under ``headroom`` (a
     share, eq. 1, or a Margin, eq. 1 or 1'): ``memory_verdict``'s ``fits`` without its words (a search that only

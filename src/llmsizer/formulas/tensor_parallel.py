@@ -6,7 +6,9 @@ replicated. KV heads are split across devices, but a device holds at least one h
 heads than devices they are replicated (vLLM ``get_num_kv_heads``: max(1, num_kv_heads // tp)). An MLA
 latent cache is one shared "head" and is replicated on every device. vLLM and SGLang hold the K/V projection
 weights of that head the same way (``QKVParallelLinear``: ``kv_projection_share``, eq. TP3), and a copy of
-Mamba-2's one B/C group on every rank (eq. TP4): ``replica_shares``.
+Mamba-2's one B/C group on every rank (eq. TP4): ``replica_shares``. An FP8-block checkpoint shards only into whole
+blocks of its ``weight_block_size`` (eq. TP5: every sharded linear's split dimension per rank a multiple of the block;
+``fp8_block_refusal``, one of the degrees ``serving_tensor_parallel_refusal`` refuses).
 
 A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
 role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
@@ -42,6 +44,7 @@ from .speed import allgather_time, allreduce_time
 from .tensors import Tensor, model_tensors
 from .weight_formats import (
     GROUP_SIZE_DEFAULT,
+    QUANT_COMPONENTS,
     WeightBytes,
     correction_bias_bytes,
     engine_tensor_bytes,
@@ -59,7 +62,8 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
                          f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
 
 
-def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | None:
+def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str | None = None
+                                    ) -> str | None:
     """Why vLLM (and SGLang, whose QKVParallelLinear is the same) will not shard ``spec`` ``tp`` ways, or None.
 
     vllm 0.19.1 (PyPI wheel): the attention heads must divide by tp (vllm/config/model.py:1110-1116, "Total number of
@@ -68,7 +72,9 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     (vllm/model_executor/layers/linear.py:1012-1016, vllm/distributed/utils.py:53-64): kv % tp == 0 or tp % kv == 0.
     An MLA model's latent cache is one shared head, replicated on every device (no KV-head rule). A Mamba-2 mixer's
     groups must divide by tp unless there is one (formulas/recurrent_state.py ``mamba2_groups_refusal``: vLLM and
-    SGLang shard the mixer; ``engine`` another, whose tensor parallelism leaves the mixer whole: no group rule)."""
+    SGLang shard the mixer; ``engine`` another, whose tensor parallelism leaves the mixer whole: no group rule).
+    ``weights`` the format the engine runs: fp8-block also needs every shard whole in FP8 blocks
+    (``fp8_block_refusal``)."""
     groups = mamba2_layout_refusal(spec, tp, engine)
     if groups is not None:
         return groups
@@ -78,7 +84,96 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     if spec.mla is None and kv % tp and tp % kv:
         return (f"tensor_parallel {tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name} "
                 "(vLLM splits KV heads evenly or replicates them evenly)")
+    return fp8_block_refusal(spec, tp, engine) if weights == "fp8-block" else None
+
+
+# FP8 block quantization (DeepSeek-V3 ``quantization_config.weight_block_size`` [block_n, block_k]: one scale per
+# block_n output rows x block_k input columns). A checkpoint without the field: 128 x 128, the block
+# weight_formats.py sizes fp8-block's scales with.
+FP8_BLOCK_DEFAULT = (128, 128)
+# The sharded linears a serving engine checks against the block (llmsizer roles, formulas/tensors.py):
+# row-parallel, input columns split (RowParallelLinear: o_proj, down_proj, the shared experts' down_proj)
+_ROW_SPLIT = frozenset({"attn_output", "ffn_down", "ffn_shexp_down"})
+# column-parallel alone, output rows split (MLA's q_b_proj / q_proj and kv_b_proj: ColumnParallelLinear,
+# vllm 0.19.1 vllm/model_executor/models/deepseek_v2.py:465-489)
+_MLA_COLUMN = frozenset({"attn_q", "attn_q_b", "attn_kv_b"})
+# merged column-parallel (gate_up_proj): each partition checked by SGLang, let through by vLLM (below)
+_MERGED_COLUMN = frozenset({"ffn_gate", "ffn_up", "ffn_shexp_gate", "ffn_shexp_up"})
+# the fused routed experts (FusedMoE w13 / w2): their intermediate split tp ways
+_EXPERT_DOWN = "ffn_exps_down"
+FP8_BLOCK_ENGINES = ("vllm", "sglang")
+
+
+def fp8_block_size(spec: ModelSpec) -> tuple[int, int]:
+    """(block_n, block_k) of ``spec``'s FP8 blocks: its quantization_config ``weight_block_size``, else
+    ``FP8_BLOCK_DEFAULT``."""
+    size = spec.quantization_config.get("weight_block_size")
+    if isinstance(size, (list, tuple)) and len(size) == 2:
+        return int(size[0]), int(size[1])
+    return FP8_BLOCK_DEFAULT
+
+
+def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | None:
+    """Why vLLM or SGLang will not load ``spec``'s FP8-block weights sharded ``tp`` ways, or None (eq. TP5).
+
+    Each shard must hold whole blocks (block_n, block_k = ``fp8_block_size``), for every sharded linear:
+
+    - row-parallel (o_proj, down_proj; tp > 1): input columns per rank in / tp a multiple of block_k;
+    - column-parallel alone (MLA's q_b_proj, kv_b_proj; tp > 1): output rows per rank out / tp a multiple of block_n;
+    - merged column-parallel (gate_up_proj), SGLang only: each partition out / tp a multiple of block_n;
+    - fused routed experts: the intermediate per rank I // tp a multiple of block_n (any tp), and of block_k
+      (tp > 1), with experts split by tensor parallelism (no expert parallelism).
+
+    Sources. vllm 0.19.1 (PyPI wheel): ``validate_fp8_block_shape``
+    (vllm/model_executor/layers/quantization/utils/fp8_utils.py:1425-1474: "Weight input_size_per_partition = ... is
+    not divisible by weight quantization block_k", "Weight output_partition_size = ... block_n"), called by
+    Fp8LinearMethod.create_weights (quantization/fp8.py:323-351); a merged column-parallel layer whose partitions are
+    not whole blocks is let through (layers/linear.py:470, 502-521 ``_maybe_allow_fp8_block_shape_mismatch``);
+    Fp8MoEMethod.create_weights (quantization/fp8.py:610-649: "The output_size of gate's and up's weight = ... is not
+    divisible by weight quantization block_n"), its intermediate_size // tp_size (fused_moe/layer.py:426).
+    sglang 0.5.23 (PyPI wheel): Fp8LinearMethod.validate_block_quant_shapes (srt/layers/quantization/fp8.py:570-610:
+    the same two checks, every partition of a merged layer included), Fp8MoEMethod.create_weights (fp8.py:1579-1601:
+    the same experts check). Both build RowParallelLinear's input_size_per_partition with ``divide``
+    (vllm layers/linear.py:1417, sglang srt/layers/linear.py:1611).
+    Not checked: the merged QKV partitions on SGLang, and recurrent (linear-attention) projections."""
+    if engine not in FP8_BLOCK_ENGINES:
+        return None
+    block_n, block_k = fp8_block_size(spec)
+    where = (f"{spec.name}'s FP8 weight blocks ({block_n} x {block_k}, weight_block_size): "
+             f"{'vLLM' if engine == 'vllm' else 'SGLang'} refuses to load a shard of partial blocks")
+    for t in _block_checked(spec, engine):
+        out_f, in_f = t.shape[0], t.shape[1]
+        if t.role == _EXPERT_DOWN:  # [hidden, I]: the experts' intermediate
+            per = in_f // tp
+            bad = [b for b in ((block_n, "block_n"),) + (((block_k, "block_k"),) if tp > 1 else ()) if per % b[0]]
+            if bad or in_f % tp:
+                return (f"tensor_parallel {tp} splits the {in_f}-wide routed-expert intermediate into {in_f / tp:g} "
+                        f"per device, not a multiple of {where} (fused MoE, eq. TP5); vLLM's and SGLang's answer for "
+                        "such a checkpoint is expert parallelism (DP + EP), which llmsizer does not model for serving: "
+                        "give a smaller tensor_parallel, or pipeline_parallel")
+        elif tp > 1 and t.role in _ROW_SPLIT and (in_f % tp or (in_f // tp) % block_k):
+            return (f"tensor_parallel {tp} splits the {in_f} input columns of {t.role} into {in_f / tp:g} per device, "
+                    f"not a multiple of block_k {block_k} of {where} (row-parallel, eq. TP5): give a smaller "
+                    "tensor_parallel, or pipeline_parallel")
+        elif tp > 1 and (t.role in _MLA_COLUMN and spec.mla is not None
+                         or t.role in _MERGED_COLUMN and engine == "sglang") and (out_f % tp or (out_f // tp) % block_n):
+            return (f"tensor_parallel {tp} splits the {out_f} output rows of {t.role} into {out_f / tp:g} per device, "
+                    f"not a multiple of block_n {block_n} of {where} (column-parallel, eq. TP5): give a smaller "
+                    "tensor_parallel, or pipeline_parallel")
     return None
+
+
+@lru_cache(maxsize=256)  # per spec, like model_tensors
+def _block_checked(spec: ModelSpec, engine: str) -> tuple[Tensor, ...]:
+    """One tensor of each (role, shape) of ``spec``'s decoder linears ``fp8_block_refusal`` checks on ``engine``:
+    quantized (weight_formats ``QUANT_COMPONENTS``) and sharded (not ``replicated_matrix``)."""
+    seen: dict[tuple[str, tuple[int, ...]], Tensor] = {}
+    roles = _ROW_SPLIT | _MLA_COLUMN | _MERGED_COLUMN | {_EXPERT_DOWN}
+    for t in model_tensors(spec):
+        if (t.role in roles and len(t.shape) == 2 and t.component in QUANT_COMPONENTS
+                and not replicated_matrix(engine, t, spec.model_type)):
+            seen.setdefault((t.role, t.shape), t)
+    return tuple(seen.values())
 
 
 def mamba2_layout_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | None:

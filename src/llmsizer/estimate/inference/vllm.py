@@ -57,6 +57,7 @@ from ...units import format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
 from ..device import weights_capability
+from ..verdict import vllm_pool_bytes, vllm_pool_words
 from .common import Context, cuda_total, kv_item, running_sequences, state_dtypes, state_item, weights_item
 from .media import Media, largest_image
 
@@ -277,7 +278,7 @@ def compose_vllm(ctx: Context) -> None:
     # request_memory, MemorySnapshot.total_memory = torch.cuda.mem_get_info's total, vllm/utils/mem_utils.py:104),
     # below nvidia-smi's memory.total by the driver's reserve (common.py cuda_total)
     total = cuda_total(acc, w, "vLLM's pool, gpu_memory_utilization x MemorySnapshot.total_memory,")
-    pool = int(util * total)
+    pool = vllm_pool_bytes(total, util)
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
     ctx.details["workload_budget_bytes"] = pool + context_span(w.gpu_runtime).expected
@@ -313,12 +314,12 @@ def compose_vllm(ctx: Context) -> None:
         ctx.details["vllm_no_pool"] = (
             f"vLLM would fail at start-up: weights {format_bytes(ctx.wb.total)} + profiled activations "
             f"{format_bytes(act)} + non-torch and CUDA graphs {format_bytes(non_torch + E.VLLM_CUDA_GRAPHS.expected)} "
-            f"= {format_bytes(fixed)} exceed its pool, gpu_memory_utilization {util:.2f} x {format_bytes(total)} = "
-            f"{format_bytes(pool)}, by {format_bytes(-kv_avail)}, leaving no memory for KV blocks (\"No available "
-            "memory for the cache blocks\": vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @001cabc, "
-            "on the KV memory gpu_worker.determine_available_memory leaves); use a smaller weight format, more "
-            f"devices (a tensor-parallel degree dividing the {ctx.spec.num_heads} attention heads, or pipeline "
-            "stages) or a higher gpu_memory_utilization")
+            f"= {format_bytes(fixed)} exceed its pool, {vllm_pool_words(total, util)}, by {format_bytes(-kv_avail)}, "
+            "leaving no memory for KV blocks (\"No available memory for the cache blocks\": "
+            "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @001cabc, on the KV memory "
+            "gpu_worker.determine_available_memory leaves); use a smaller weight format, more devices (a tensor-parallel "
+            f"degree dividing the {ctx.spec.num_heads} attention heads, or pipeline stages) or a higher "
+            "gpu_memory_utilization")
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
