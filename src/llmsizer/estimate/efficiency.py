@@ -1292,11 +1292,13 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8, 4.876 ms at
 # the four-row share 0.703 of sessions 9-10) with its TP2
 # all-reduces' latency (65 x CUSTOM_ALLREDUCE_LATENCY, estimate/engines.py tp_allreduce; 5.464 ms without it) and their
-# bytes at NVLink's eq.-(12) bandwidth (formulas/network.py; 5.207 ms at the 300 GB/s line rate, 5.197 ms at 240).
+# bytes at NVLink's eq.-(12) bandwidth (formulas/network.py; 5.207 ms at the 300 GB/s line rate, 5.197 ms at 240),
+# and the fused-MoE kernel's time beyond its bytes (formulas/speed.py eq. 16: 32 layers x (27.5 us + 2 experts x
+# 0.345 us) = 0.90 ms a step; 5.197 ms without it).
 # Re-derived by tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13
 # are held out.
 VLLM_V0_STEP_SECONDS = Factor(
-    "vllm_v0_engine_step_seconds", 5.197e-3, 5.197e-3, 5.197e-3,
+    "vllm_v0_engine_step_seconds", 4.294e-3, 4.294e-3, 4.294e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
 # vLLM 0.6-0.7 (V0 engine after the v0.6.0 performance work: asynchronous output processing, blog.vllm.ai 2024-09-05)
@@ -1451,7 +1453,11 @@ MLA_MOE_LAYER_KERNEL_SECONDS = Factor(
 # and 32 tokens); each row is reproduced within 9 % (FK01: 34.6 us fitted against 31.7 us). Kernel benchmarks, not
 # validation rows: no serving row is fitted. One fit, no spread claimed (low = expected = high). For scale:
 # Mixtral's 8 large experts stream at 0.92 of the datasheet; Qwen3-30B-A3B's 112 touched experts of 4.7 MB at 32
-# tokens add 39 us to their 171 us stream. Re-derived by tests/estimate/test_fused_moe_kernel.py.
+# tokens add 39 us to their 171 us stream. A decode step takes t_call and t_e only (estimate/speed_decode.py
+# fused_moe_step): its expert bytes stay at the step's own bandwidth share, so s_e is the fit's, not the step's. The
+# benchmarks repeat one routing, so at 1 token the few touched experts (19-38 MB) may stay in the 50 MB L2: those
+# rows time the fixed terms (their bytes term is 4-11 us of 32-45). Re-derived by
+# tests/estimate/test_fused_moe_kernel.py.
 FUSED_MOE_STREAM_SHARE = Factor(
     "fused_moe_stream_share", 0.919, 0.919, 0.919,
     "fitted: vLLM PR #24700 (H100, Qwen3-30B-A3B fp8, Mixtral bf16) and SGLang PR #11730 (H200, Qwen3-235B fp8) "

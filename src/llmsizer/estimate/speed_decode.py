@@ -314,9 +314,9 @@ def decode_step(s: SpeedSetup, lay: Layout, batch: int, unfused: E.Factor | None
         # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
         t_attn = unfused_attention_time(kv, float(bw), s.be, attn, unfused_peak, unfused.expected)
         nbytes -= kv
-    streamed, fixed = fused_moe_step(s, lay, batch, nbytes)
-    t = phase_time(flops, streamed, peak, bw, s.ce, s.be, collective_seconds(s, lay.comm, batch, batch),
-                   s.step_fixed + fixed, attention_seconds=t_attn, floor_seconds=s.kernel_floor)
+    t = phase_time(flops, nbytes, peak, bw, s.ce, s.be, collective_seconds(s, lay.comm, batch, batch),
+                   s.step_fixed + fused_moe_step(s, lay, batch), attention_seconds=t_attn,
+                   floor_seconds=s.kernel_floor)
     hs = _transformers_decode_host(s, batch) if s.decode_loop_kernels is not None else s.host_step
     if hs:  # eq. (14): the engine's host step overlaps the device's
         t = host_overlapped_step(t, hs)
@@ -324,31 +324,27 @@ def decode_step(s: SpeedSetup, lay: Layout, batch: int, unfused: E.Factor | None
     return t, r
 
 
-def fused_moe_step(s: SpeedSetup, lay: Layout, batch: int, nbytes: float) -> tuple[float, float]:
-    """formulas/speed.py eq. (16) in a serving engine's decode step of ``batch`` sequences on one device of ``lay``
-    (efficiency.fused_moe_kernel): (the step's bytes with its touched routed experts' counted at the fused-MoE
-    kernel's stream share, eq. (16)'s fixed seconds); elsewhere (``nbytes``, 0). Its assumption is recorded in
-    ``lay`` at the layout's concurrency."""
+def fused_moe_step(s: SpeedSetup, lay: Layout, batch: int) -> float:
+    """formulas/speed.py eq. (16)'s fixed seconds in a serving engine's decode step of ``batch`` sequences on one
+    device of ``lay`` (efficiency.fused_moe_kernel; elsewhere 0): the touched experts' bytes stay in the step's
+    stream at its share, as every weight byte of the step; its assumption is recorded in ``lay`` at the layout's
+    concurrency."""
     spec = s.spec
     moe = spec.moe
-    if moe is None or not s.expert_bytes or not s.bw or not s.be \
+    if moe is None or not s.expert_bytes or not s.bw \
             or not E.fused_moe_kernel(s.engine, s.device.kind, s.fmt, s.kernel_floor):
-        return nbytes, 0.0
-    frac = moe_expert_fraction(moe.experts_per_token, moe.num_experts, decode_routings(s, batch))
-    # the touched experts' bytes on this device (eq. 5): the rank's (eq. TP1) or the device's shard of them
-    experts = (lay.rank_experts if lay.rank is not None else s.expert_bytes * lay.shard) * frac
-    share, call, each = (E.FUSED_MOE_STREAM_SHARE.expected, E.FUSED_MOE_CALL_SECONDS.expected,
-                         E.FUSED_MOE_EXPERT_SECONDS.expected)
+        return 0.0
+    touched = moe.num_experts * moe_expert_fraction(moe.experts_per_token, moe.num_experts, decode_routings(s, batch))
+    call, each = E.FUSED_MOE_CALL_SECONDS.expected, E.FUSED_MOE_EXPERT_SECONDS.expected
     layers = sum(1 for m in spec.moe_layers if m)
-    touched = moe.num_experts * frac
-    fixed = fused_moe_seconds(0.0, float(s.bw), share, layers, touched, call, each)
+    fixed = fused_moe_seconds(0.0, float(s.bw), E.FUSED_MOE_STREAM_SHARE.expected, layers, touched, call, each)
     if batch == lay.concurrency:
         lay.assumptions.append(Assumption(
             "fused_moe_kernel", f"{layers} x ({call * 1e6:.1f} us + {touched:.1f} experts x {each * 1e6:.3f} us) = "
-            f"{fixed * 1e3:.2f} ms; experts streamed at {share:g} of the bandwidth", True,
-            "formulas/speed.py eq. (16): the serving engine's fused-MoE kernel a step, fitted on published "
-            "fused_moe kernel times (vLLM PR #24700, SGLang PR #11730: validation/fused_moe_kernel_times.csv)"))
-    return nbytes - experts + experts * s.be / share, fixed
+            f"{fixed * 1e3:.2f} ms a step", True,
+            "formulas/speed.py eq. (16): the serving engine's fused-MoE kernel's time beyond its bytes, fitted on "
+            "published fused_moe kernel times (vLLM PR #24700, SGLang PR #11730: validation/fused_moe_kernel_times.csv)"))
+    return fixed
 
 
 def t5_decode_step(s: SpeedSetup, batch: int, kv_read: dict[int, float]) -> tuple[PhaseTime | None, Roofline | None]:

@@ -326,9 +326,10 @@ pipeline and drain apart: a grid of many small GEMMs)::
 
 B_e the routed-expert bytes one GPU reads in the step (eq. 5's touched share of its shard), L_moe the MoE layers,
 n_e = E (1 - (1 - k/E)^b) the experts touched per layer (eq. 5), s_e, t_call, t_e fitted on those kernel rows
-(estimate/efficiency.py FUSED_MOE_*). In eq. (3) of a decode step the experts' stream is part of t_m (their bytes
-at s_e, the step's other bytes at its own share) and the fixed terms join eq. (7)'s t_o: a decode step is memory-bound,
-so t_moe adds to the other bytes' time. Where eq. (15)'s roof applies (MLA + MoE layers),
+(estimate/efficiency.py FUSED_MOE_*). In a decode step the experts' bytes stay in eq. (3)'s t_m at the step's own
+share (the serving rows' calibrated share, which every weight byte of a real step reaches, below a kernel's alone:
+s_e describes the kernel benchmarks, not a step), and eq. (16)'s fixed terms, L_moe (t_call + n_e t_e), join eq.
+(7)'s t_o: what the fused-MoE kernel takes beyond its bytes. Where eq. (15)'s roof applies (MLA + MoE layers),
 the roof's tau_k was fitted on a whole layer's chain, its fused-MoE kernels included, and eq. (16) is not added.
 """
 
