@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 
 import pytest
-
 from tests.validation.test_serving_share import SERVING_FILES
 
 from llmsizer.catalog.hardware import builtin_catalog
