@@ -2022,9 +2022,10 @@ def sglang_serving_cases(data: str | Path | None = None) -> list[Case]:
     return serving_tpot_cases(data, "sglang_serving_tpot.csv")
 
 
-# validation/moe_multigpu_decode.csv: published decode runs of large MoE models (DeepSeek V3/R1/V3.2) tensor-parallel
-# on one 8-GPU node at one or few sequences, in the same form, read by the same loop; held out (nothing is fitted on
-# them, but MD01, the calibration row of efficiency.MLA_MOE_LAYER_KERNEL_SECONDS). An MLA + MoE decode on more than
+# validation/moe_multigpu_decode.csv: published decode runs of large MoE models (DeepSeek V3/R1/V3.2; Qwen3.5-397B-A17B
+# and MiniMax-M2.x, MD08-MD11, settings assumed) tensor-parallel on one node at one or few sequences, in the same
+# form, read by the same loop; held out (nothing is fitted on them, but MD01, the calibration row of
+# efficiency.MLA_MOE_LAYER_KERNEL_SECONDS). An MLA + MoE decode on more than
 # one GPU has no calibrated range (SpeedEstimate.decode_band, MLA_MOE_MULTI_GPU_NO_BAND): those rows feed no band
 # (``Case.no_band``).
 MOE_MULTIGPU_FILE = "moe_multigpu_decode.csv"
@@ -2041,15 +2042,18 @@ def moe_multigpu_cases(data: str | Path | None = None) -> list[Case]:
 def mla_moe_measured(cases: Iterable[Case] | None = None,
                      data: str | Path | None = None) -> dict[str, tuple[float, float, tuple[str, ...]]]:
     """estimate/ranges.py ``MLA_MOE_MEASURED`` from the rows: the held-out rows of validation/moe_multigpu_decode.csv
-    (every row but MD01, the calibration row of efficiency.MLA_MOE_LAYER_KERNEL_SECONDS), grouped as one sequence and
-    several ("16-64 sequences": the lowest and highest concurrency of the group), each group's lowest and highest
+    (every MLA + MoE row but MD01, the calibration row of efficiency.MLA_MOE_LAYER_KERNEL_SECONDS), grouped as one
+    sequence and several ("16-64 sequences": the lowest and highest concurrency of the group), each group's lowest and highest
     measured / estimated to 2 decimals and its rows. ``cases``: the rows' Cases (default ``moe_multigpu_cases``).
     scripts/rederive_bands.py writes it into ranges.py (scripts/gen_docs.py runs it); the tests compare the two."""
     with (data_dir(data) / MOE_MULTIGPU_FILE).open(newline="") as f:
         conc = {r["id"]: int(r["concurrency"]) for r in csv.DictReader(f)}
     groups: dict[bool, list[Case]] = {True: [], False: []}
     for c in (moe_multigpu_cases(data) if cases is None else cases):
-        if c.id in conc and c.id != MLA_MOE_KERNEL_CALIBRATION and c.predicted:
+        # the MLA + MoE rows only (MLA_MOE_MULTI_GPU_NO_BAND: their estimate's step is eq. 15's): the file's other
+        # MoE rows (Qwen3.5, MiniMax-M2: formulas/speed.py eq. 16) are not this range's
+        if c.id in conc and c.id != MLA_MOE_KERNEL_CALIBRATION and c.predicted \
+                and c.no_band == MLA_MOE_MULTI_GPU_NO_BAND:
             groups[conc[c.id] == 1].append(c)
     out: dict[str, tuple[float, float, tuple[str, ...]]] = {}
     for one, rows in sorted(groups.items(), reverse=True):

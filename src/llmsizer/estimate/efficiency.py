@@ -1292,11 +1292,13 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8, 4.876 ms at
 # the four-row share 0.703 of sessions 9-10) with its TP2
 # all-reduces' latency (65 x CUSTOM_ALLREDUCE_LATENCY, estimate/engines.py tp_allreduce; 5.464 ms without it) and their
-# bytes at NVLink's eq.-(12) bandwidth (formulas/network.py; 5.207 ms at the 300 GB/s line rate, 5.197 ms at 240).
+# bytes at NVLink's eq.-(12) bandwidth (formulas/network.py; 5.207 ms at the 300 GB/s line rate, 5.197 ms at 240),
+# and the fused-MoE kernel's time beyond its bytes (formulas/speed.py eq. 16: 32 layers x (27.5 us + 2 experts x
+# 0.345 us) = 0.90 ms a step; 5.197 ms without it).
 # Re-derived by tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13
 # are held out.
 VLLM_V0_STEP_SECONDS = Factor(
-    "vllm_v0_engine_step_seconds", 5.197e-3, 5.197e-3, 5.197e-3,
+    "vllm_v0_engine_step_seconds", 4.294e-3, 4.294e-3, 4.294e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
 # vLLM 0.6-0.7 (V0 engine after the v0.6.0 performance work: asynchronous output processing, blog.vllm.ai 2024-09-05)
@@ -1443,6 +1445,32 @@ MLA_MOE_LAYER_KERNEL_SECONDS = Factor(
     "mla_moe_layer_kernel_seconds", 187.6e-6, 187.6e-6, 187.6e-6,
     "calibrated: InferenceX issue #870, SGLang 0.5.7 DeepSeek-R1-0528 FP8 TP8 8 x H200, concurrency 8, 12.8 ms mean "
     "TPOT (MD01): (step - all-reduces) / 61 layers")
+# The serving engines' fused-MoE kernel (vLLM / SGLang ``fused_experts``, Triton fused_moe_kernel) in a decode step:
+# formulas/speed.py eq. (16)'s stream share s_e, fixed time per call t_call and per touched expert t_e. FITTED (least
+# squares, t = t_call + B_e / (B s_e) + n_e t_e, B the catalog's datasheet bandwidth, n_e eq. 5 at the benchmark's
+# random routing) on the six published kernel times of validation/fused_moe_kernel_times.csv (FK01-FK06: SGLang PR
+# #11730 Qwen3-235B-A22B fp8 TP 8 on H200, vLLM PR #24700 Qwen3-30B-A3B fp8 and Mixtral-8x7B bf16 TP 2 on H100, at 1
+# and 32 tokens); each row is reproduced within 9 % (FK01: 34.6 us fitted against 31.7 us). Kernel benchmarks, not
+# validation rows: no serving row is fitted. One fit, no spread claimed (low = expected = high). For scale:
+# Mixtral's 8 large experts stream at 0.92 of the datasheet; Qwen3-30B-A3B's 112 touched experts of 4.7 MB at 32
+# tokens add 39 us to their 171 us stream. A decode step takes t_call and t_e only (estimate/speed_decode.py
+# fused_moe_step): its expert bytes stay at the step's own bandwidth share, so s_e is the fit's, not the step's. The
+# benchmarks repeat one routing, so at 1 token the few touched experts (19-38 MB) may stay in the 50 MB L2: those
+# rows time the fixed terms (their bytes term is 4-11 us of 32-45). Re-derived by
+# tests/estimate/test_fused_moe_kernel.py.
+FUSED_MOE_STREAM_SHARE = Factor(
+    "fused_moe_stream_share", 0.919, 0.919, 0.919,
+    "fitted: vLLM PR #24700 (H100, Qwen3-30B-A3B fp8, Mixtral bf16) and SGLang PR #11730 (H200, Qwen3-235B fp8) "
+    "fused_moe kernel times at 1 and 32 tokens (validation/fused_moe_kernel_times.csv FK01-FK06)")
+FUSED_MOE_CALL_SECONDS = Factor(
+    "fused_moe_call_seconds", 27.5e-6, 27.5e-6, 27.5e-6,
+    "fitted with FUSED_MOE_STREAM_SHARE on FK01-FK06: the fixed device time of one fused_moe call")
+FUSED_MOE_EXPERT_SECONDS = Factor(
+    "fused_moe_expert_seconds", 0.345e-6, 0.345e-6, 0.345e-6,
+    "fitted with FUSED_MOE_STREAM_SHARE on FK01-FK06: the device time of each touched expert beyond its bytes")
+# the weight formats whose routed experts those kernels run (fp16 / bf16 and fp8 weights, per-tensor or block-wise);
+# other formats (MXFP4, NVFP4, AWQ / GPTQ int4, GGUF) run other MoE kernels no row here times
+FUSED_MOE_FORMATS = ("bf16", "fp16", "fp8", "fp8-block")
 
 
 # llama.cpp -sm row (formulas/speed.py eq. 8r): the latency of one synchronised exchange between the main GPU and the
@@ -1624,6 +1652,14 @@ def layer_kernel_floor(engine: str | None, device_kind: str, mla: bool, moe: boo
     if engine not in SERVING_ENGINES or device_kind != "gpu" or not (mla and moe):
         return None
     return MLA_MOE_LAYER_KERNEL_SECONDS
+
+
+def fused_moe_kernel(engine: str | None, device_kind: str, weights_format: str, kernel_floor: float) -> bool:
+    """Whether a decode step's routed experts are timed by formulas/speed.py eq. (16): a serving engine's (vLLM,
+    SGLang) fused-MoE kernel on a GPU, weights of FUSED_MOE_FORMATS, and no eq. (15) roof (``kernel_floor`` 0: that
+    roof's tau_k already holds the MLA + MoE layer's fused-MoE kernels)."""
+    return engine in SERVING_ENGINES and device_kind == "gpu" and weights_format in FUSED_MOE_FORMATS \
+        and not kernel_floor
 
 
 def decode_layer_overhead(device_kind: str, weights_format: str) -> Factor | None:

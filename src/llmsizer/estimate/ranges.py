@@ -556,16 +556,16 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, setups: int
 
 
 _add("batched decode throughput", "llama.cpp", 0.9409, 1.0727, 57, 1, 0.965, None)
-_add("batched decode throughput", "serving engines (pooled)", 0.7470, 1.1971, 16, 3, 1.000, 0.889,
+_add("batched decode throughput", "serving engines (pooled)", 0.7474, 1.2109, 16, 3, 1.000, 0.889,
      ('a100-sxm-80gb', 'h100-sxm'))
 _add("batched decode throughput", "transformers", 0.4460, 1.5168, 6, 1, 1.000, None)
 _add("batched decode throughput", "vllm 0.8-0.13", 0.9301, 1.0330, 3, 1, 1.000, None, ('h100-sxm',))
-_add("batched decode throughput", "vllm < 0.6", 0.7470, 1.2488, 12, 2, 1.000, 0.917, ('a100-sxm-80gb',))
+_add("batched decode throughput", "vllm < 0.6", 0.7474, 1.2660, 12, 2, 1.000, 0.833, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8752, 1.1335, 179, 38, 0.928, 0.915)
 _add("decode throughput", "llama.cpp on CUDA", 0.8758, 1.4028, 113, 14, 0.966, 0.877)
 _add("decode throughput", "llama.cpp on Metal", 0.8210, 1.1366, 68, 24, 0.969, 0.950)
 _add("decode throughput", "serving engines (pooled)", 0.8452, 1.0478, 34, 2, 1.000, 0.786, ('a100-sxm-80gb', 'a10g'))
-_add("decode throughput", "sglang 0.4 on h20", 0.3572, 1.4182, 7, 1, 1.000, None, ('h20',))
+_add("decode throughput", "sglang 0.4 on h20", 0.3745, 1.4653, 7, 1, 1.000, None, ('h20',))
 _add("decode throughput", "sglang >= 0.5", 0.9031, 1.0742, 7, 1, 1.000, None, ('a10g',))
 _add("decode throughput", "transformers", 0.4909, 1.3765, 21, 2, 1.000, 1.000)
 _add("decode throughput", "vllm 0.6-0.7", 0.8452, 1.0478, 21, 1, 1.000, None, ('a100-sxm-80gb',))

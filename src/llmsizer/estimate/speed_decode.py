@@ -20,6 +20,7 @@ from ..formulas.speed import (
     allreduce_time,
     batched_decode_time,
     decode_flops,
+    fused_moe_seconds,
     host_overlapped_step,
     identical_sequence_routings,
     moe_expert_fraction,
@@ -225,6 +226,14 @@ def llamacpp_batched_step(s: SpeedSetup, lay: Layout, batch: int, attn: float, n
                                kv_bytes=kv if kernel is not None else 0.0, kv_share=share)
 
 
+def decode_routings(s: SpeedSetup, batch: int) -> float:
+    """The independent routings of a decode step of ``batch`` sequences: distinct sequences b (eq. 5); identical
+    ones one, except in llama.cpp's batched step, where they diverge to the routings of eq. (11)."""
+    if s.identical_sequences:
+        return llamacpp_identical_routings(batch) if s.path is not None and batch > 1 else 1.0
+    return float(batch)
+
+
 def decode_weight_bytes(s: SpeedSetup, lay: Layout, batch: int) -> float:
     """The weight bytes one device reads in a decode step of ``batch`` sequences, before its shard: an MoE's
     experts of b routings (eq. 5), one routing for identical sequences except in llama.cpp's batched step (eq. 11);
@@ -232,12 +241,7 @@ def decode_weight_bytes(s: SpeedSetup, lay: Layout, batch: int) -> float:
     spec = s.spec
     w = float(s.read_bytes)
     if spec.moe is not None and s.expert_bytes:
-        # distinct sequences: b routings (eq. 5); identical ones: one routing, except in llama.cpp's batched
-        # step, where they diverge to the routings of eq. (11)
-        routings: float = float(batch)
-        if s.identical_sequences:
-            routings = llamacpp_identical_routings(batch) if s.path is not None and batch > 1 else 1.0
-        frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
+        frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, decode_routings(s, batch))
         w = s.read_bytes - s.expert_bytes + s.expert_bytes * frac
         if lay.rank is not None:  # the rank's shards (eq. TP1), its routed experts' share read
             w = lay.rank_read - lay.rank_experts + lay.rank_experts * frac
@@ -310,13 +314,37 @@ def decode_step(s: SpeedSetup, lay: Layout, batch: int, unfused: E.Factor | None
         # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
         t_attn = unfused_attention_time(kv, float(bw), s.be, attn, unfused_peak, unfused.expected)
         nbytes -= kv
-    t = phase_time(flops, nbytes, peak, bw, s.ce, s.be, collective_seconds(s, lay.comm, batch, batch), s.step_fixed,
-                   attention_seconds=t_attn, floor_seconds=s.kernel_floor)
+    t = phase_time(flops, nbytes, peak, bw, s.ce, s.be, collective_seconds(s, lay.comm, batch, batch),
+                   s.step_fixed + fused_moe_step(s, lay, batch), attention_seconds=t_attn,
+                   floor_seconds=s.kernel_floor)
     hs = _transformers_decode_host(s, batch) if s.decode_loop_kernels is not None else s.host_step
     if hs:  # eq. (14): the engine's host step overlaps the device's
         t = host_overlapped_step(t, hs)
     r = phase_roofline(flops, nbytes + (kv if t_attn else 0.0), t, peak, bw) if peak and bw else None
     return t, r
+
+
+def fused_moe_step(s: SpeedSetup, lay: Layout, batch: int) -> float:
+    """formulas/speed.py eq. (16)'s fixed seconds in a serving engine's decode step of ``batch`` sequences on one
+    device of ``lay`` (efficiency.fused_moe_kernel; elsewhere 0): the touched experts' bytes stay in the step's
+    stream at its share, as every weight byte of the step; its assumption is recorded in ``lay`` at the layout's
+    concurrency."""
+    spec = s.spec
+    moe = spec.moe
+    if moe is None or not s.expert_bytes or not s.bw \
+            or not E.fused_moe_kernel(s.engine, s.device.kind, s.fmt, s.kernel_floor):
+        return 0.0
+    touched = moe.num_experts * moe_expert_fraction(moe.experts_per_token, moe.num_experts, decode_routings(s, batch))
+    call, each = E.FUSED_MOE_CALL_SECONDS.expected, E.FUSED_MOE_EXPERT_SECONDS.expected
+    layers = sum(1 for m in spec.moe_layers if m)
+    fixed = fused_moe_seconds(0.0, float(s.bw), E.FUSED_MOE_STREAM_SHARE.expected, layers, touched, call, each)
+    if batch == lay.concurrency:
+        lay.assumptions.append(Assumption(
+            "fused_moe_kernel", f"{layers} x ({call * 1e6:.1f} us + {touched:.1f} experts x {each * 1e6:.3f} us) = "
+            f"{fixed * 1e3:.2f} ms a step", True,
+            "formulas/speed.py eq. (16): the serving engine's fused-MoE kernel's time beyond its bytes, fitted on "
+            "published fused_moe kernel times (vLLM PR #24700, SGLang PR #11730: validation/fused_moe_kernel_times.csv)"))
+    return fixed
 
 
 def t5_decode_step(s: SpeedSetup, batch: int, kv_read: dict[int, float]) -> tuple[PhaseTime | None, Roofline | None]:

@@ -313,6 +313,24 @@ products stream long enough to hide the chain (dense layers on one GPU, whose ro
 (3) is unchanged. Published launch-bound decodes measure such chains: gLLM PR #264 (gty111/gLLM, 2026-08-31),
 DeepSeek-V4 TP 4, one token: 8412 kernels in 22.7 ms of GPU time, 2.7 us a kernel; vLLM PR #36559 (fused_moe
 kernel, batch 1: 26.7 us for a step whose expert bytes stream in a few us).
+
+The fused-MoE kernel. A serving engine runs a layer's routed experts in one fused kernel call (vLLM / SGLang
+``fused_experts``: the tokens aligned by expert, both expert GEMMs over each touched expert's weights, the
+activation between them). Its published kernel times at decode batches (validation/fused_moe_kernel_times.csv,
+``benchmark_moe.py`` / ``tuning_fused_moe_triton.py`` tables of vLLM PR #24700 and SGLang PR #11730: H100 and H200,
+bf16 and fp8, 8-128 experts) follow a stream of the touched experts' bytes at a share s_e of the datasheet
+bandwidth, plus a fixed time per call and a fixed time per touched expert (each expert's tiles start, fill their
+pipeline and drain apart: a grid of many small GEMMs)::
+
+    t_moe = B_e / (B s_e) + L_moe (t_call + n_e t_e)                                      (16)
+
+B_e the routed-expert bytes one GPU reads in the step (eq. 5's touched share of its shard), L_moe the MoE layers,
+n_e = E (1 - (1 - k/E)^b) the experts touched per layer (eq. 5), s_e, t_call, t_e fitted on those kernel rows
+(estimate/efficiency.py FUSED_MOE_*). In a decode step the experts' bytes stay in eq. (3)'s t_m at the step's own
+share (the serving rows' calibrated share, which every weight byte of a real step reaches, below a kernel's alone:
+s_e describes the kernel benchmarks, not a step), and eq. (16)'s fixed terms, L_moe (t_call + n_e t_e), join eq.
+(7)'s t_o: what the fused-MoE kernel takes beyond its bytes. Where eq. (15)'s roof applies (MLA + MoE layers),
+the roof's tau_k was fitted on a whole layer's chain, its fused-MoE kernels included, and eq. (16) is not added.
 """
 
 from __future__ import annotations
@@ -751,6 +769,18 @@ def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: f
     tc = compute_time(extra_gemm_flops, gemm_peak, gemm_efficiency) + compute_time(attn_flops, attn_peak,
                                                                                     attn_efficiency)
     return PhaseTime(tm + tc + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)
+
+
+def fused_moe_seconds(expert_bytes: float, bandwidth: float, stream_share: float, moe_layers: int,
+                      experts_touched: float, call_seconds: float, expert_seconds: float) -> float:
+    """Eq. (16): the fused-MoE kernels of one decode step on one GPU, ``expert_bytes`` of touched routed experts at
+    ``stream_share`` of ``bandwidth`` plus ``moe_layers`` x (``call_seconds`` + ``experts_touched`` x
+    ``expert_seconds``) [s]."""
+    if expert_bytes < 0 or bandwidth <= 0 or not 0 < stream_share <= 1 or moe_layers < 0 or experts_touched < 0 \
+            or call_seconds < 0 or expert_seconds < 0:
+        raise InputError("fused_moe_seconds: bytes, layers, experts and seconds must be >= 0, bandwidth > 0, "
+                         "stream_share in (0, 1]")
+    return expert_bytes / (bandwidth * stream_share) + moe_layers * (call_seconds + experts_touched * expert_seconds)
 
 
 def step_overhead(num_layers: int, seconds_per_layer: float) -> float:
