@@ -119,5 +119,7 @@ def test_minimax_lora_sizes_the_published_fp8_base() -> None:
 
 def test_qlora_refusal_names_a_real_option() -> None:
     """MiniMax publishes no unquantized checkpoint: the QLoRA refusal points at LoRA over the FP8 weights."""
-    with pytest.raises(InputError, match="method lora, which trains over its FP8 weights"):
+    with pytest.raises(InputError, match="use method lora: transformers keeps its FP8 weights on this GPU"):
         estimate_training("minimax-m2.7", method="qlora", device="h100-sxm")
+    with pytest.raises(InputError, match="use method lora, over its weights dequantized to bf16 here"):
+        estimate_training("minimax-m2.7", method="qlora", device="a100-sxm-80gb")

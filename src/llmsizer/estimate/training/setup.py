@@ -691,9 +691,10 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         gptq = qlora_base_format(spec, w.nf4_format) == "gptq-int4"
         if q and q != "bitsandbytes" and not gptq:
             fp8 = fp8_block_base(spec, w, "lora")
-            option = (("method lora, which trains over its FP8 weights (transformers keeps them FP8 on compute "
-                       "capability >= 8.9)" if fp8[0] else f"method lora ({fp8[1]})") if fp8 is not None
-                      else "start from the unquantized checkpoint")
+            option = (("use method lora: transformers keeps its FP8 weights on this GPU and PEFT LoRA trains over "
+                       "them" if fp8[0] else "use method lora, over its weights dequantized to bf16 here "
+                       "(transformers keeps them FP8 only on a CUDA GPU of compute capability >= 8.9)")
+                      if fp8 is not None else "start from the unquantized checkpoint")
             raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4 or trains on a GPTQ int4 "
                              f"checkpoint; {spec.name} is {q}-quantized ({option})")
         if not any_quantizable(spec):
