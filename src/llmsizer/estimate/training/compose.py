@@ -799,7 +799,9 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     pc = count_params(spec)
     layout = _layout_text(w, spec)
     fmt = ctx.base_format
-    size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales"}.get(fmt, f"{ctx.base_bytes} B")
+    size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales",
+            "fp8-block": f"e4m3 1 B + an fp32 scale per 128x128 block; the rest {ctx.base_bytes} B"}.get(
+        fmt, f"{ctx.base_bytes} B")
     f8p = (f"; the te linears' {format_count(st.fp8_param_elements)} on this rank as float8 parameters "
            f"(fp8_param_gather, eq. T3: {fp8_param_bytes(1, w.gpu_capability)} B each)" if st.fp8_param_elements else "")
     acc.items.append(Item("weights", parts.get("weights", 0), "device",
@@ -1141,7 +1143,9 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     sb = state_bytes_per_param(opt.name, ctx.state_bytes)
     if ctx.w.adapters:
         a = ctx.adapter_bytes
-        base = "NF4 (~0.5 B)" if ctx.base_format in ("nf4", "nf4-dq") else f"{ctx.base_bytes} B"
+        base = ("NF4 (~0.5 B)" if ctx.base_format in ("nf4", "nf4-dq") else
+                f"fp8-block (~1 B; the rest {ctx.base_bytes} B)" if ctx.base_format == "fp8-block"
+                else f"{ctx.base_bytes} B")
         base += f" (routed experts and router {ctx.base_bytes} B)" if ctx.fused_experts else ""
         value = (f"adapters: {a + a + sb:g} B per trained param = {a} weights + {a} grads + {sb:g} {opt.name}; "
                  f"frozen base {base} per param, no gradients or states")

@@ -50,6 +50,7 @@ from ...formulas.training_states import (
     recipe,
     training_recipe_name,
 )
+from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, stored_format, weight_bytes
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ...specs.training import (
@@ -63,6 +64,7 @@ from ...specs.training import (
     default_mamba_path,
     offload_without_zero,
 )
+from ...units import format_bytes
 from .. import efficiency as E
 from ..device import float8_not_modelled, float8_refusal, precision_notes
 from ..framework import model_defaults_applied, profile_why, with_framework
@@ -408,6 +410,61 @@ def qlora_unquantized_dtype(w: TrainingWorkload, gptq: bool) -> tuple[str, str]:
     return ("fp32", KBIT_PREP_WHY) if peft_prep else ("bf16", NO_KBIT_PREP_WHY)
 
 
+# A checkpoint published fp8-block (quantization_config quant_method 'fp8' with weight_block_size: DeepSeek-V3/R1,
+# MiniMax-M2.x, the -FP8 releases) is loaded by transformers' FineGrainedFP8HfQuantizer (transformers 5.24.0, our test
+# extra's pin: quantizers/quantizer_finegrained_fp8.py). Its weights stay float8_e4m3fn in memory -- every nn.Linear
+# outside modules_to_not_convert (and each model's fused ``.experts``) swapped for FP8Linear / FP8Experts with fp32
+# ``weight_scale_inv`` per 128x128 block (integrations/finegrained_fp8.py replace_with_fp8_linear lines 935-1018) --
+# unless validate_environment (lines 31-57) sets ``dequantize = True``: no CUDA/XPU GPU (a pre-quantized checkpoint
+# is dequantized to bf16, lines 39-44) or a CUDA GPU below compute capability 8.9 (lines 48-57: A100, V100, T4).
+# The quantizer is trainable (``is_trainable`` True, lines 162-164): FP8LinearFunction / FP8GroupedMatmulFunction
+# (finegrained_fp8.py lines 306-375) give the input its gradient through the weight dequantized in the backward and
+# the frozen FP8 weights none -- so LoRA trains over the FP8 base, and full fine-tuning (no weight gradient) needs
+# the weights dequantized first (FineGrainedFP8Config(dequantize=True): bf16).
+FP8_BLOCK_MIN_CAPABILITY = 89  # quantizer_finegrained_fp8.py lines 49-51: (major, minor) >= (8, 9)
+FP8_BLOCK_SOURCE = "transformers 5.24.0 quantizers/quantizer_finegrained_fp8.py validate_environment lines 31-57"
+FP8_BLOCK_KEPT_WHY = ("the checkpoint's fp8-block weights stay FP8 (1 B an element + an fp32 scale per 128x128 block; "
+                      "embeddings, norms, router and lm_head bf16) under transformers' FineGrainedFP8 quantizer on a "
+                      "CUDA GPU of compute capability >= 8.9, and PEFT LoRA trains over them (FP8LinearFunction: the "
+                      "input's gradient through the weight dequantized in the backward, integrations/finegrained_fp8.py "
+                      "lines 306-322; " + FP8_BLOCK_SOURCE + "); the backward's dequantized weight (one linear, or up "
+                      "to 1 GiB of experts: FP8GroupedMatmulFunction.dequant_budget_bytes) is not counted")
+
+
+def fp8_block_base(spec: ModelSpec, w: TrainingWorkload, method: str | None = None) -> tuple[bool, str] | None:
+    """Whether the model weights of ``w`` (run as ``method``, default its own) stay in the checkpoint's fp8-block
+    format, and why: None where the
+    checkpoint is not stored fp8-block (``weight_formats.stored_format``), else (kept, why). Kept: a LoRA run (frozen
+    base) on transformers + PEFT (no framework profile or Megatron precision, PyTorch kernels, no ZeRO-3/FSDP
+    sharding, base_dtype not given) on a GPU transformers keeps FP8 on (CUDA or ROCm, compute capability >= 8.9 or
+    not known). Otherwise the base is the dequantized one, and ``why`` says why. The one rule the training estimate
+    and the QLoRA refusal read (the comment above)."""
+    if stored_format(spec)[0] != "fp8-block":
+        return None
+    method = method or w.method
+    deq = "the base is sized dequantized to bf16 (FineGrainedFP8Config(dequantize=True))"
+    if method == "full":
+        return False, (f"{spec.name} is published fp8-block: full fine-tuning trains its weights, which FP8Linear "
+                       f"gives no gradient (integrations/finegrained_fp8.py lines 306-322), so {deq}")
+    if method != "lora":
+        return False, f"{spec.name} is published fp8-block; {method} does not train over it"
+    if given(w, "base_dtype"):
+        return False, f"given base_dtype {w.base_dtype}: the checkpoint's fp8-block weights dequantized on load"
+    if w.device == "cpu" or w.gpu_runtime == "metal":
+        return False, (f"{spec.name} is published fp8-block and transformers dequantizes a pre-quantized FP8 "
+                       f"checkpoint to bf16 where no CUDA/XPU GPU is present ({FP8_BLOCK_SOURCE})")
+    if w.gpu_capability is not None and w.gpu_capability < FP8_BLOCK_MIN_CAPABILITY:
+        cc = f"{w.gpu_capability // 10}.{w.gpu_capability % 10}"
+        return False, (f"{spec.name} is published fp8-block and transformers dequantizes it to bf16 on a GPU of "
+                       f"compute capability {cc}, below 8.9 ({FP8_BLOCK_SOURCE})")
+    if (w.framework != "none" or w.precision in MEGATRON_PRECISIONS or w.kernels != "pytorch"
+            or w.fsdp is not None or w.zero == 3 or w.precision == "fp32"):
+        return False, (f"{spec.name} is published fp8-block; an FP8 base is modelled for transformers + PEFT LoRA "
+                       "in bf16 mixed precision unsharded only (no framework profile, Megatron, Unsloth kernels, "
+                       f"ZeRO-3 or FSDP), so {deq}")
+    return True, FP8_BLOCK_KEPT_WHY
+
+
 def qlora_base_format(spec: ModelSpec, nf4_format: str = "nf4-dq") -> str:
     """The base format QLoRA trains over: a GPTQ int4 checkpoint stays GPTQ (PEFT LoRA over auto-gptq's QuantLinear),
     anything else is quantized by bitsandbytes to ``nf4_format`` (the workload's: NF4 with or without double
@@ -638,8 +695,13 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         q = spec.quantization_config.get("quant_method")
         gptq = qlora_base_format(spec, w.nf4_format) == "gptq-int4"
         if q and q != "bitsandbytes" and not gptq:
+            fp8 = fp8_block_base(spec, w, "lora")
+            option = (("use method lora: transformers keeps its FP8 weights on this GPU and PEFT LoRA trains over "
+                       "them" if fp8[0] else "use method lora, over its weights dequantized to bf16 here "
+                       "(transformers keeps them FP8 only on a CUDA GPU of compute capability >= 8.9)")
+                      if fp8 is not None else "start from the unquantized checkpoint")
             raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4 or trains on a GPTQ int4 "
-                             f"checkpoint; {spec.name} is {q}-quantized (start from the unquantized checkpoint)")
+                             f"checkpoint; {spec.name} is {q}-quantized ({option})")
         if not any_quantizable(spec):
             raise InputError(f"qlora: {spec.name} has no linear layers bitsandbytes can quantize to 4 bits")
         kbit_default, kbit_why = qlora_unquantized_dtype(w, gptq)
@@ -662,6 +724,15 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                             "frozen base loaded in bf16 (torch_dtype=bfloat16), the usual PEFT setup"
                             if default == "bf16" else "fp32 training keeps the base in fp32"))
         base_bytes, base_format = DTYPE_BYTES[bd], bd
+    fp8 = fp8_block_base(spec, w)
+    if fp8 is not None:
+        acc.assumptions.append(Assumption("base_weights", "fp8-block" if fp8[0] else base_format, True, fp8[1]))
+        if fp8[0]:
+            base_format = "fp8-block"
+        elif w.method != "qlora" and not given(w, "base_dtype"):
+            acc.warnings.append(f"{fp8[1]}: {format_bytes(weight_bytes(spec, base_format, GROUP_SIZE_DEFAULT).total)} "
+                                f"of {base_format} weights, against "
+                                f"{format_bytes(weight_bytes(spec, 'fp8-block', GROUP_SIZE_DEFAULT).total)} as published")
 
     lora = None
     adapter_bytes = 0
