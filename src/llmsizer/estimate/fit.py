@@ -27,6 +27,7 @@ from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import (
     FP8_BLOCK_ENGINES,
     fp8_block_refusal,
+    fp8_block_served,
     serving_tensor_parallel_refusal,
     transformers_tensor_parallel_refusal,
 )
@@ -273,11 +274,11 @@ def served_format(spec: ModelSpec, engine: str, weights: str | None) -> str | No
 def block_skipped(spec: ModelSpec, count: int, engine: str, weights: str | None) -> str | None:
     """The line ``fit`` says where ``fp8_block_refusal`` takes a degree out of ``tensor_parallel_options`` (the
     largest one the heads' rules allow on ``count`` devices, the refusal's own words), else None."""
-    if weights != "fp8-block" or engine not in FP8_BLOCK_ENGINES or one_device_serving(spec):
+    if engine not in FP8_BLOCK_ENGINES or not fp8_block_served(spec, weights) or one_device_serving(spec):
         return None
     for t in range(min(count, spec.num_heads), 1, -1):
         if count % t == 0 and serving_tensor_parallel_refusal(spec, t, engine) is None:
-            why = fp8_block_refusal(spec, t, engine)
+            why = fp8_block_refusal(spec, t, engine, weights)
             if why is not None:
                 return f"{why} (layouts of tensor_parallel {t} skipped)"
     return None

@@ -43,9 +43,13 @@ observed_dtype`` (bf16 / fp16 / fp32, else fp16), or the group's ``scale_dtype``
 - static input activations (``input_activations.dynamic`` false, strategy ``tensor``): ``input_scale`` [1] in s
   bytes (and ``input_zero_point`` [1] when asymmetric); dynamic ones store nothing.
 
-Modules no group quantizes stay in the checkpoint's dtype. The routers, embeddings, norms and a vision tower are
-kept there too (the routers vLLM builds with ``quant_config=None``, formulas/weight_formats.py ``ENGINE_TENSOR_BYTES``
-notes); a config that leaves the lm_head unignored under a ``Linear`` target, that targets a class other than
+Modules no group quantizes stay in the checkpoint's dtype. The routers, embeddings and norms are kept there too (the
+routers vLLM builds with ``quant_config=None``, formulas/weight_formats.py ``ENGINE_TENSOR_BYTES`` notes). A vision
+tower is not exempt: apply.py quantizes its ``nn.Linear`` modules like any other a target matches and no ignore
+entry names, and vLLM builds Qwen3.5's / Qwen3-VL's tower with the quant config (vllm 0.19.1 models/qwen3_5.py:598-603,
+models/qwen3_vl.py:190-205), so a config that leaves it quantized is refused, as the ModelOpt NVFP4 path refuses one
+(``ct_vision_check``, formulas/modelopt_exclusions.py ``quantized_vision_refusal``: one rule, a 16-bit tower only);
+a config that leaves the lm_head unignored under a ``Linear`` target, that targets a class other than
 ``Linear``, or that asks a format, strategy or bit width above is refused in one line naming the field
 (``ct_config``).
 """
@@ -61,6 +65,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from .modelopt_exclusions import quantized_vision_refusal
 from .tensors import Tensor
 
 CT_METHOD = "compressed-tensors"
@@ -131,10 +136,7 @@ def _scheme(name: str, key: str, g: dict[str, Any], fmt: str) -> CTScheme:
         raise _field(name, f"{where}.weights.group_size", f"{group_size!r} is no group for strategy {strategy!r}")
     block = None
     if strategy == "block":
-        bs = w.get("block_structure")
-        if not (isinstance(bs, list) and len(bs) == 2):
-            raise _field(name, f"{where}.weights.block_structure", f"{bs!r} is not [rows, columns]")
-        block = (int(bs[0]), int(bs[1]))
+        block = ct_block_structure(name, where, w.get("block_structure"))
     symmetric = bool(w.get("symmetric", True))
     if fmt == "pack-quantized" and not (kind == "int" and 1 <= bits <= 8):
         raise _field(name, f"{where}.weights", f"{kind} {bits}-bit is not pack-quantized's int 1-8 bits")
@@ -166,7 +168,11 @@ def _scheme(name: str, key: str, g: dict[str, Any], fmt: str) -> CTScheme:
             input_static, input_zp = True, not a.get("symmetric", True)
     if g.get("output_activations"):
         raise _field(name, f"{where}.output_activations", "is not modelled")
-    targets = tuple(str(t) for t in g.get("targets") or ())
+    raw_targets = g.get("targets") or []
+    if not isinstance(raw_targets, list):  # quant_scheme.py :39 ``targets: list[str]``: pydantic refuses a string
+        raise _field(name, f"{where}.targets", f"{raw_targets!r} is not a list of names (compressed-tensors' "
+                     "QuantizationScheme refuses it: 'Input should be a valid list'); write [\"Linear\"]")
+    targets = tuple(str(t) for t in raw_targets)
     for t in targets:
         if not t.startswith("re:") and "." not in t and t != "Linear" and t != "lm_head":
             raise _field(name, f"{where}.targets", f"{t!r} is not modelled (the class 'Linear' or module names)")
@@ -174,6 +180,23 @@ def _scheme(name: str, key: str, g: dict[str, Any], fmt: str) -> CTScheme:
                     None if group_size is None else int(group_size), block,
                     str(w.get("actorder") or "").lower() == "group",
                     None if sd is None else _SCALE_DTYPES[str(sd)], input_static, input_zp, input_global)
+
+
+def ct_block_structure(name: str, where: str, bs: Any) -> tuple[int, int]:
+    """A block scheme's ``block_structure`` as compressed-tensors 0.20.1 accepts it (quantization/quant_args.py
+    ``validate_block_structure`` :280-303): a string "RxC", or a list of two ints, each > 0; else a one-line InputError
+    naming the field (its own "Must be a list of positive ints [rows, cols]")."""
+    value = bs
+    if isinstance(value, str):
+        try:
+            value = [int(x) for x in value.split("x")]
+        except ValueError:
+            value = None
+    if not (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        raise _field(name, f"{where}.weights.block_structure", f"{bs!r} is not a list of two positive ints [rows, "
+                     "cols] (compressed-tensors' QuantizationArgs refuses it)")
+    return int(value[0]), int(value[1])
 
 
 def ct_config(name: str, q: dict[str, Any]) -> CTConfig | None:
@@ -221,7 +244,31 @@ CT_FAMILIES: dict[str, str] = {
     "deepseek_v2": "shared_experts", "deepseek_v3": "shared_experts", "glm4_moe": "shared_experts",
 }
 # the components no group quantizes whatever it targets (module docstring): kept in the checkpoint's dtype
-CT_KEPT = frozenset({"embedding", "router", "norm", "vision", "per_layer_embedding"})
+CT_KEPT = frozenset({"embedding", "router", "norm", "per_layer_embedding"})
+# the checkpoint module name of the vision tower's first block's fused QKV linear, per (text) model type whose tower
+# transformers 5.24 names so (models/qwen3_5/modeling_qwen3_5.py :1302 ``self.visual``, :1144 ``self.blocks``, :1011
+# ``self.qkv = nn.Linear``, under ``self.model`` :1744; qwen3_5_moe :1412/:1254/:1121/:1960; qwen3_vl
+# :860/:647/:252/:1259; qwen3_vl_moe :979/:702/:509/:1450): the module ``ct_vision_check`` asks the config about, as
+# modelopt_exclusions.vision_quantized asks the ModelOpt list about ``visual.blocks.0.attn.qkv``
+CT_VISION_PROBE: dict[str, str] = {t: "model.visual.blocks.0.attn.qkv" for t in (
+    "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_text", "qwen3_vl_moe_text")}
+
+
+def ct_vision_check(spec: ModelSpec, cfg: CTConfig) -> None:
+    """One-line InputError where ``cfg`` quantizes ``spec``'s vision tower (module docstring): its first block's QKV
+    (``CT_VISION_PROBE``) resolved to a group, or, for a tower whose module names are not mapped, any ``Linear`` class
+    or ``re:`` target (which may match its linears)."""
+    probe = CT_VISION_PROBE.get(spec.model_type)
+    if probe is None:
+        if any(tg == "Linear" or tg.startswith("re:") for s in cfg.schemes for tg in s.targets):
+            raise InputError(f"{spec.name}: compressed-tensors targets may quantize its vision tower, whose module "
+                             f"names are not mapped for {spec.model_type} (modelled for "
+                             f"{', '.join(sorted(CT_VISION_PROBE))}); only a 16-bit vision tower is modelled")
+        return
+    found = _resolve(cfg, probe)
+    if found is not None:
+        raise quantized_vision_refusal(spec.name, f"compressed-tensors config group {found.group!r} quantizes "
+                                       f"{probe} (no ignore entry names it)", "an ignore entry 're:.*visual.*'")
 
 
 def ct_module(spec: ModelSpec, t: Tensor, expert: int = 0) -> str | None:
@@ -259,6 +306,9 @@ def ct_scheme_of(spec: ModelSpec, cfg: CTConfig, t: Tensor) -> CTScheme | None:
     be matched to (a family outside ``CT_FAMILIES`` with name targets or ignore entries), or quantizes the lm_head.
     Routed experts: every expert alike (expert 0 and the last matched; differing, refused)."""
     if not t.matrix or t.component in CT_KEPT:
+        return None
+    if t.component == "vision":
+        ct_vision_check(spec, cfg)
         return None
     name = ct_module(spec, t)
     if name is None:

@@ -283,6 +283,15 @@ def vision_quantized(spec: ModelSpec) -> bool:
     return not modelopt_excluded("visual.blocks.0.attn.qkv", patterns, packed_modules(spec))
 
 
+def quantized_vision_refusal(name: str, why: str, keep: str) -> InputError:
+    """The one refusal of a checkpoint whose quantization config leaves its vision tower quantized, which vLLM then
+    builds quantized (qwen3_5.py:598-603): llmsizer sizes a 16-bit tower only (ModelOpt NVFP4, ``vision_quantized``;
+    compressed-tensors, formulas/compressed_tensors.py ``ct_vision_check``). ``why``: what quantizes it; ``keep``:
+    the entry that keeps it 16-bit."""
+    return InputError(f"{name}: {why}, so vLLM builds its vision tower quantized; only a 16-bit vision tower is "
+                      f"modelled (list {keep}, as the quantized releases do)")
+
+
 @lru_cache(maxsize=256)
 def excluded_roles(spec: ModelSpec) -> tuple[frozenset[str], ...]:
     """Per decoder layer of ``spec``, the tensor roles its ModelOpt NVFP4 config keeps unquantized: the quantizable

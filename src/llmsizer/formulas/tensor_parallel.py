@@ -38,6 +38,7 @@ from functools import lru_cache
 
 from ..errors import FieldError, InputError
 from ..specs import ModelSpec
+from .compressed_tensors import CT_METHOD, CTScheme, ct_config, ct_scheme_of
 from .params import count_params
 from .recurrent_state import extra_groups, mamba2_groups_refusal
 from .speed import allgather_time, allreduce_time
@@ -84,7 +85,7 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     if spec.mla is None and kv % tp and tp % kv:
         return (f"tensor_parallel {tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name} "
                 "(vLLM splits KV heads evenly or replicates them evenly)")
-    return fp8_block_refusal(spec, tp, engine) if weights == "fp8-block" else None
+    return fp8_block_refusal(spec, tp, engine, weights) if fp8_block_served(spec, weights) else None
 
 
 # FP8 block quantization (DeepSeek-V3 ``quantization_config.weight_block_size`` [block_n, block_k]: one scale per
@@ -104,6 +105,24 @@ _EXPERT_DOWN = "ffn_exps_down"
 FP8_BLOCK_ENGINES = ("vllm", "sglang")
 
 
+def _ct_fp8_block(s: CTScheme | None) -> bool:
+    """Whether compressed-tensors scheme ``s`` stores FP8 blocks (float 8-bit, strategy ``block``: vLLM's
+    CompressedTensorsW8A8Fp8 / CompressedTensorsW8A8Fp8MoEMethod with ``block_structure``)."""
+    return s is not None and s.type == "float" and s.num_bits == 8 and s.strategy == "block" and s.block is not None
+
+
+def fp8_block_served(spec: ModelSpec, weights: str | None) -> bool:
+    """Whether ``weights``, the format an engine runs ``spec`` in, stores FP8 blocks, so eq. TP5
+    (``fp8_block_refusal``) applies: ``fp8-block`` (quant_method fp8 with weight_block_size), or ``compressed-tensors``
+    whose config has a float 8-bit ``block`` group (the same blocks under ``block_structure``)."""
+    if weights == "fp8-block":
+        return True
+    if weights != CT_METHOD:
+        return False
+    cfg = ct_config(spec.name, spec.quantization_config)
+    return cfg is not None and any(_ct_fp8_block(s) for s in cfg.schemes)
+
+
 def fp8_block_size(spec: ModelSpec) -> tuple[int, int]:
     """(block_n, block_k) of ``spec``'s FP8 blocks: its quantization_config ``weight_block_size``, else
     ``FP8_BLOCK_DEFAULT``."""
@@ -113,8 +132,12 @@ def fp8_block_size(spec: ModelSpec) -> tuple[int, int]:
     return FP8_BLOCK_DEFAULT
 
 
-def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | None:
+def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str | None = "fp8-block"
+                      ) -> str | None:
     """Why vLLM or SGLang will not load ``spec``'s FP8-block weights sharded ``tp`` ways, or None (eq. TP5).
+    ``weights`` the format the engine runs (``fp8_block_served``): ``fp8-block``, or ``compressed-tensors``, whose
+    float 8-bit ``block`` groups are checked tensor by tensor with the group's ``block_structure`` [block_n, block_k]
+    (the tensors another group or ``ignore`` takes are not).
 
     Each shard must hold whole blocks (block_n, block_k = ``fp8_block_size``), for every sharded linear:
 
@@ -135,14 +158,35 @@ def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | N
     the same two checks, every partition of a merged layer included), Fp8MoEMethod.create_weights (fp8.py:1579-1601:
     the same experts check). Both build RowParallelLinear's input_size_per_partition with ``divide``
     (vllm layers/linear.py:1417, sglang srt/layers/linear.py:1611).
-    Not checked: the merged QKV partitions on SGLang, and recurrent (linear-attention) projections."""
+    compressed-tensors blocks, vllm 0.19.1: CompressedTensorsW8A8Fp8.create_weights calls the same
+    ``validate_fp8_block_shape`` for strategy BLOCK (compressed_tensors/schemes/compressed_tensors_w8a8_fp8.py:115-126),
+    and, CompressedTensorsConfig having no ``weight_block_size``, ``_maybe_allow_fp8_block_shape_mismatch``
+    (layers/linear.py:502-510) lets no merged layer through: its gate_up partitions are checked as SGLang's are;
+    CompressedTensorsW8A8Fp8MoEMethod.create_weights (compressed_tensors/compressed_tensors_moe.py:725-749) the same
+    experts check. sglang 0.5.23: its CompressedTensorsW8A8Fp8.create_weights calls its ``validate_fp8_block_shape``
+    (compressed_tensors/schemes/compressed_tensors_w8a8_fp8.py:79-91; fp8_utils.py:2852-2893, every merged
+    partition checked), its MoE scheme the experts (compressed_tensors/schemes/compressed_tensors_w8a8_fp8_moe.py:97-121).
+    So a compressed-tensors block checkpoint is checked as SGLang checks fp8-block, on both engines.
+    Not checked: the merged QKV partitions on SGLang (and on vLLM for compressed-tensors), vLLM's merged-layer check
+    at tp 1, and recurrent (linear-attention) projections."""
     if engine not in FP8_BLOCK_ENGINES:
         return None
+    cfg = ct_config(spec.name, spec.quantization_config) if weights == CT_METHOD else None
+    who = "vLLM" if engine == "vllm" else "SGLang"
     block_n, block_k = fp8_block_size(spec)
     where = (f"{spec.name}'s FP8 weight blocks ({block_n} x {block_k}, weight_block_size): "
-             f"{'vLLM' if engine == 'vllm' else 'SGLang'} refuses to load a shard of partial blocks")
+             f"{who} refuses to load a shard of partial blocks")
+    merged = engine == "sglang"
     for t in _block_checked(spec, engine):
         out_f, in_f = t.shape[0], t.shape[1]
+        if cfg is not None:
+            scheme = ct_scheme_of(spec, cfg, t)
+            if scheme is None or not _ct_fp8_block(scheme):
+                continue
+            block_n, block_k = scheme.block or FP8_BLOCK_DEFAULT
+            where = (f"{spec.name}'s FP8 weight blocks ({block_n} x {block_k}, compressed-tensors config group "
+                     f"{scheme.group!r} block_structure): {who} refuses to load a shard of partial blocks")
+            merged = True  # no mismatch allowance for a compressed-tensors config (above)
         if t.role == _EXPERT_DOWN:  # [hidden, I]: the experts' intermediate
             per = in_f // tp
             bad = [b for b in ((block_n, "block_n"),) + (((block_k, "block_k"),) if tp > 1 else ()) if per % b[0]]
@@ -156,7 +200,7 @@ def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | N
                     f"not a multiple of block_k {block_k} of {where} (row-parallel, eq. TP5): give a smaller "
                     "tensor_parallel, or pipeline_parallel")
         elif tp > 1 and (t.role in _MLA_COLUMN and spec.mla is not None
-                         or t.role in _MERGED_COLUMN and engine == "sglang") and (out_f % tp or (out_f // tp) % block_n):
+                         or t.role in _MERGED_COLUMN and merged) and (out_f % tp or (out_f // tp) % block_n):
             return (f"tensor_parallel {tp} splits the {out_f} output rows of {t.role} into {out_f / tp:g} per device, "
                     f"not a multiple of block_n {block_n} of {where} (column-parallel, eq. TP5): give a smaller "
                     "tensor_parallel, or pipeline_parallel")

@@ -67,6 +67,7 @@ from .modelopt_exclusions import (
     excluded_roles,
     modelopt_exclude_list,
     modelopt_quant_algo,
+    quantized_vision_refusal,
     vision_quantized,
 )
 from .params import routed_share
@@ -911,9 +912,8 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
     if algo == "NVFP4":
         modelopt_nvfp4_check(spec.name, q, spec.model_type)
         if vision_quantized(spec):
-            raise InputError(f"{spec.name}: its NVFP4 exclude_modules leaves the vision tower (model.visual) quantized, "
-                             "which vLLM then builds in NVFP4; only a 16-bit vision tower is modelled (list "
-                             "'model.visual*', as NVIDIA's releases do)")
+            raise quantized_vision_refusal(spec.name, "its NVFP4 exclude_modules leaves the vision tower "
+                                           "(model.visual) quantized in NVFP4", "'model.visual*' in exclude_modules")
         kept = sum(len(k) for k in excluded_roles(spec))  # raises where vLLM does (a fused layer half listed)
         return "nvfp4", NVFP4_GROUP_SIZE, ("quantization_config ModelOpt quant_algo NVFP4 (group 16 fp8 scales; "
                                            + (f"exclude_modules keeps {kept} layer matrices 16-bit, matched as vLLM "
