@@ -78,6 +78,7 @@ from .device import (
     one_replica_per_device,
     peer_to_peer,
     refuse_pipeline_apart,
+    refuse_split_apart,
     refuse_tensor_parallel_apart,
     refuse_training_apart,
     resolve_target,
@@ -1689,9 +1690,10 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     if split:  # one copy over one machine's GPUs (llamacpp_split_gpus), the other machines replicas of it
         workload.setdefault("gpus", layout.split_gpus)
     ts = workload.get("tensor_split")
-    if eng == "llamacpp" and not layout.apart and ts is not None:  # one rule with a request's (tensor_split_refusal)
+    if eng == "llamacpp" and ts is not None:  # one rule with a request's (tensor_split_refusal)
         shares = len(ts) if isinstance(ts, (list, tuple)) else len(str(ts).replace("/", ",").split(","))
-        why = tensor_split_refusal(shares, n, per_node)
+        refuse_split_apart(device, shares, "tensor_split")  # replicas of one device each (device.py), first
+        why = None if layout.apart else tensor_split_refusal(shares, n, per_node)
         if why is not None:
             raise FieldError("tensor_split", f"tensor_split {why}", also=("count",))
     pinned = None  # a degree given (a plan times its typical load on the layout chosen for its peak)

@@ -56,6 +56,7 @@ from ..device import (
     engine_assumption,
     generic_device,
     refuse_pipeline_apart,
+    refuse_split_apart,
     refuse_tensor_parallel_apart,
     weights_capability,
     workload_on_device,
@@ -279,6 +280,8 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     check_engine_on_device(str(w.engine), device)  # a named device: Apple silicon is a 'gpu' workload, not CUDA
     refuse_tensor_parallel_apart(device, w.tensor_parallel)  # fit's rule for a CPU, an Apple chip, a MIG device
     refuse_pipeline_apart(device, w.pipeline_parallel)  # MIG devices: no NCCL group over them
+    refuse_split_apart(device, w.gpus)  # llama.cpp's split over MIG devices or Apple chips: fit's replicas
+    refuse_split_apart(device, len(w.tensor_split or ()), "tensor_split")
     est = with_serving_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
