@@ -82,6 +82,7 @@ from ..verdict import (
     margin_rule,
     memory_verdict,
     pool_admits,
+    vllm_pool_words,
 )
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import Media, media_in_context
@@ -805,8 +806,10 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
     mem = w.memory or 0
     if w.engine == "vllm":
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
+        cuda = est.details.get("cuda_total_bytes")
         v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context, est.total("device")[1], mem, util,
-                              requested=w.concurrency)
+                              requested=w.concurrency,
+                              pool_words=None if cuda is None else vllm_pool_words(int(cuda), util))
         no_pool = est.details.get("vllm_no_pool")
         if no_pool:  # no KV pool at all (vLLM does not start): say why and by how much, not "0 sequences"
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))

@@ -279,6 +279,7 @@ def compose_vllm(ctx: Context) -> None:
     # below nvidia-smi's memory.total by the driver's reserve (common.py cuda_total)
     total = cuda_total(acc, w, "vLLM's pool, gpu_memory_utilization x MemorySnapshot.total_memory,")
     pool = vllm_pool_bytes(total, util)
+    ctx.details["cuda_total_bytes"] = total  # what the pool is a share of (the verdict's words: vllm_pool_words)
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
     ctx.details["workload_budget_bytes"] = pool + context_span(w.gpu_runtime).expected
