@@ -83,3 +83,39 @@ def test_the_python_api_and_train_refuse_alike(tmp_path: Path) -> None:
     code, _, err = run("train", "qwen2.5-0.5b", "--device", ids[0], "--hardware-file", str(f), "--gpus", "2")
     assert code == 2 and "--gpus" in err and "MIG" in err
     assert fit_training("qwen2.5-0.5b", ids[0], 1, hardware_files=[f]).fits  # one MIG device: a run of its own
+
+
+# review40 D2: llama.cpp's split over MIG devices. The rule's sources: llama.cpp's CUDA backend takes its devices from
+# cudaGetDeviceCount (ggml_cuda_init, ggml/src/ggml-cuda/ggml-cuda.cu:221-234 at llama.cpp@0c1e57098), and CUDA gives
+# a process one MIG device (MIG User Guide, Device Enumeration): one llama.cpp process has one MIG device to put layers
+# on. So infer's split (--gpus, --tensor-split) is refused as fit's --tensor-split is, and fit's layout on several
+# MIG devices (replicas, one model each) is the one infer gives a single MIG device at each replica's share.
+_LLAMA = ("--engine", "llamacpp", "--weights", "q4_k_m")
+
+
+@pytest.mark.parametrize("command,argv,flag", [("infer", ("--gpus", "2"), "--gpus"),
+                                               ("infer", ("--tensor-split", "1,1"), "--tensor-split"),
+                                               ("fit", ("--count", "2", "--tensor-split", "1,1"), "--tensor-split")])
+def test_llamacpp_split_over_mig_devices_is_refused_in_one_line(tmp_path: Path, command: str,
+                                                                argv: tuple[str, ...], flag: str) -> None:
+    f, ids = _file(tmp_path, MIG_Q)
+    code, out, err = run(command, "qwen2.5-0.5b", "--device", ids[0], "--hardware-file", str(f), *_LLAMA, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert flag in err and "MIG" in err and "cudaGetDeviceCount" in err and "Device Enumeration" in err
+
+
+def test_llamacpp_on_mig_devices_infer_and_fit_agree_on_replicas(tmp_path: Path) -> None:
+    f, ids = _file(tmp_path, MIG_Q)
+    two = fit("qwen2.5-0.5b", ids[0], 2, engine="llamacpp", weights="q4_k_m", concurrency=4, hardware_files=[f],
+              fits_at=False)
+    assert (two.tensor_parallel, two.replicas, two.layer_split) == (1, 2, False)
+    one = fit("qwen2.5-0.5b", ids[0], 1, engine="llamacpp", weights="q4_k_m", concurrency=2, hardware_files=[f],
+              fits_at=False)
+    assert two.memory_per_device == one.memory_per_device  # one replica = one MIG device at half the load
+    code, out, err = run("infer", "qwen2.5-0.5b", "--device", ids[0], "--hardware-file", str(f), *_LLAMA,
+                         "--concurrency", "2")
+    assert code == 0 and "GPU1" not in out, err  # infer on one MIG device: no split placement
+    # on whole GPUs the same fit is one copy split over both (the rule is the MIG device's, not llama.cpp's)
+    whole, wids = _file(tmp_path, WHOLE_Q)
+    assert fit("qwen2.5-0.5b", wids[0], 2, engine="llamacpp", weights="q4_k_m", hardware_files=[whole],
+               fits_at=False).layer_split

@@ -44,3 +44,22 @@ def test_every_vllm_pool_is_utilization_x_cuda_total(headroom: str | None,
                 assert pool == format_bytes(math.ceil(cuda * util))
                 checked += 1
     assert checked  # the single-H100 rows: the fp8 weights alone (116 GiB) are more than the pool
+
+
+@pytest.mark.parametrize("tp", ["1", "2"])
+def test_fit_says_the_pool_one_way_whether_it_admits_too_few_or_none(tp: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """review40 D5: with --tp 2 the admission line said "(gpu_memory_utilization 0.90 of 79.65 GiB)" (nvidia-smi's
+    memory.total) where --tp 1's start-up line said "0.90 x 79.18 GiB (CUDA's total) = 71.26 GiB"."""
+    _, data = answer(["fit", "qwen3.5-122b-a10b", "--device", "h100-sxm", "--count", "2", "--engine", "vllm",
+                      "--weights", "fp8", "--context", "32k", "--concurrency", "8", "--tp", tp], capsys)
+    dev = load_catalog().devices["h100-sxm"]
+    assert dev.memory_cuda is not None
+    cuda = int(dev.memory_cuda.base)
+    said = [w for w in data["warnings"] if w.startswith("does not fit")]
+    assert said and not data["fits"]
+    for line in said:
+        assert "utilization 0.90 of" not in line, line
+        found = POOL.findall(line)
+        assert found and all(t == format_bytes(cuda) and p == format_bytes(math.ceil(cuda * 0.9))
+                             for _, t, p in found), line

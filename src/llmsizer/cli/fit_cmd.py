@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.device import llamacpp_split_apart_why
 from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, llamacpp_copy, per_replica, target_and_count
 from ..estimate.llamacpp_fit import LlamaCppFit, copies_note, fit_llamacpp, gpu_free
@@ -223,5 +224,6 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any], per_node:
                      host_memory=args.host_memory, device=device, host_device=args.host_device,
                      hardware_files=args.hardware_file, memory=args.memory, **fields)
     if copies > 1:
-        r = replace(r, assumptions=(*r.assumptions, copies_note(count, gpus, copies, fields["concurrency"], total)))
+        r = replace(r, assumptions=(*r.assumptions, copies_note(count, gpus, copies, fields["concurrency"], total,
+                                                               llamacpp_split_apart_why(device))))
     return r

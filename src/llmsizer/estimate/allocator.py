@@ -215,7 +215,7 @@ METRIC_WHY = ("what the figure is compared with: allocated = torch.cuda.max_memo
 # what the default metric's device total holds (the words of its ``metric`` assumption), by who allocates it: the
 # serving engines that size their own pool or buffers (estimate/inference/vllm.py, sglang.py, llamacpp.py) and
 # PyTorch's caching allocator under transformers inference (its calibrated reserve, ``apply_metric``) or training
-HELD = {"vllm": "vLLM's start-up pool (gpu_memory_utilization x memory: weights, profiled activations, non-torch "
+HELD = {"vllm": "vLLM's start-up pool (gpu_memory_utilization x CUDA's total: weights, profiled activations, non-torch "
                 "allocations, CUDA graphs, KV cache)",
         "sglang": "SGLang's pool at mem_fraction_static (weights, KV cache: its token pool) + its runtime reserve for "
                   "activations and CUDA graphs",

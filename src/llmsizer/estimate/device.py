@@ -370,6 +370,44 @@ def refuse_training_apart(device: Device, count: int, field: str = "count") -> N
                          "or leave it out)")
 
 
+# llama.cpp on MIG devices: its CUDA backend takes the devices it splits over from cudaGetDeviceCount (ggml_cuda_init,
+# ggml-org/llama.cpp@0c1e57098 as vendored in llama-cpp-python 0.3.36, ggml/src/ggml-cuda/ggml-cuda.cu:221-234;
+# GGML_CUDA_DEVICES, :236-258, only maps more "virtual" devices round-robin onto those same physical ones), and
+# CUDA enumerates one MIG device to a process (``MIG_PARALLEL_RULE``: MIG User Guide, Device Enumeration). So one
+# llama.cpp process holds one MIG device, and its -sm layer|row / --tensor-split split, over its own process's
+# devices (specs/training.py ``llamacpp_split_gpus``), has no second MIG device to put layers on; another one joins
+# only through the RPC backend (a second process, rpc-server), which is not timed here. Several MIG devices are
+# llama.cpp replicas as well, the layout fit gives them (``one_replica_per_device``); an Apple chip is a machine of
+# its own, and a split does not span machines (``llamacpp_split_gpus``).
+LLAMACPP_MIG_RULE = ("llama.cpp's CUDA backend splits over the devices cudaGetDeviceCount gives its process "
+                     "(ggml-cuda.cu ggml_cuda_init, llama.cpp@0c1e57098), and CUDA gives a process one MIG device "
+                     "(NVIDIA MIG User Guide: Device Enumeration)")
+
+
+def llamacpp_split_apart_why(device: Device) -> str | None:
+    """Why llama.cpp splits no model over several of ``device`` (each of them a replica, one model each:
+    ``one_replica_per_device``), in the words of its refusals and of fit's notes; None where it does (GPUs)."""
+    if mig_device(device):
+        return f"{device.id} is a MIG device ({LLAMACPP_MIG_RULE})"
+    if device.kind == "apple":
+        return (f"{device.id} ({device.kind}) is a machine of its own, and llama.cpp splits a model over one machine's "
+                "devices (specs/training.py llamacpp_split_gpus)")
+    return None
+
+
+def refuse_split_apart(device: Device, gpus: int, field: str = "gpus") -> None:
+    """A llama.cpp split (``gpus`` above 1, or a ``tensor_split`` of that many shares: ``field``) over devices that
+    serve as replicas (``llamacpp_split_apart_why``: MIG devices, Apple chips): the field's error, one line from
+    infer, fit, the web API and the Python API (a MIG device's: ``DeviceCannotRunError``, rejected where a search
+    tries it). A CPU's is the workload's own refusal (specs/workload.py: gpus apply to GPU offload)."""
+    why = llamacpp_split_apart_why(device) if gpus > 1 else None
+    if why is not None:
+        said = f"{field} {gpus}" if field == "gpus" else f"{field} of {gpus} shares"
+        raise (DeviceCannotRunError if mig_device(device) else FieldError)(field, f"{said}: {why}; several of them "
+                         "serve as replicas, one model each (" + ("give 1" if field == "gpus" else "give one share")
+                         + " or leave it out)")
+
+
 def workload_device_kind(device: Device) -> str:
     """The workload's ``device`` (InferenceWorkload, TrainingWorkload) for a catalog device: 'cpu' for a CPU (every
     tensor in host RAM, no CUDA context), else 'gpu'. The one rule infer, train, fit, recommend and plan use."""

@@ -49,6 +49,7 @@ from ..specs.workload import (
     ENGINE_SETTINGS,
     INFERENCE_NUMBERS,
     PIPELINE_ENGINES,
+    async_pipeline_refusal,
     normalize_engine,
     prompt_and_output,
     read_number,
@@ -79,6 +80,7 @@ from .device import (
     one_replica_per_device,
     peer_to_peer,
     refuse_pipeline_apart,
+    refuse_split_apart,
     refuse_tensor_parallel_apart,
     refuse_training_apart,
     resolve_target,
@@ -1472,18 +1474,23 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
     hardware searches take (``with_pipeline_layouts``: recommend, ``models --fits-on``, the plan's search), so fit's
     verdict on a deployment is theirs: `fit --tp T --pp P` where that is the layout they name (probe32 D2).
     ``search_stages`` False: tensor parallelism only (a rate's refusal sizing its ceilings on the rate's layouts)."""
-    def memory_at(**stages: int) -> MemoryFit:
+    def memory_at(fields: dict[str, Any] = workload, **stages: int) -> MemoryFit:
         return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                           concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                           hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
                           kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
-                          request_rate=request_rate, rate_layouts=rate_layouts, **workload, **stages)
+                          request_rate=request_rate, rate_layouts=rate_layouts, **fields, **stages)
     first = memory_at()
     mem = first if not (search_stages and first.stages) else with_pipeline_layouts(
         first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p)) or first
     r = mem.result(speed)
     if mem is not first:  # stages fit chose, not given: said so (the estimate records the stages it is passed as given)
         r = stages_chosen(r, first.per_node)
+    why = async_pipeline_refusal(r.engine, engine_version) if workload.get("async_scheduling") else None
+    if why is not None and search_stages and first.stages and not r.fits:  # the flag took the stages out: said
+        plain = {**workload, "async_scheduling": False}
+        r = async_stages_note(r, first.stages, why, with_pipeline_layouts(
+            None, first.per_node, first.stages, lambda p: memory_at(plain, pipeline_parallel=p)))
     if r.fits or not (fits_at if fits_at is not None else weights is None and tensor_parallel is None):
         return r
     window = window_fits_at(r.estimate.details) if r.estimate is not None else None
@@ -1504,6 +1511,30 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
         if keep:  # settings of the engine that fit with the weights kept come first; the format search's answer after
             at = {**(at or {}), "engine_settings": keep}
     return replace(r, fits_at=at)
+
+
+def async_stages_note(r: FitResult, stages: Sequence[int], why: str, plain: MemoryFit | None) -> FitResult:
+    """``r``, fit's answer that does not fit, where async_scheduling took the pipeline layouts (``stages``:
+    ``pipeline_options``) out of its search (``why``: specs/workload.py ``async_pipeline_refusal``, vLLM 0.10-0.14):
+    a line naming the layouts left out and why, and where one of them fits without the flag (``plain``: the search
+    of ``with_pipeline_layouts`` without it) on these devices, that layout in place of the estimate's advice of
+    more devices (vllm.py ``no_pool_remedy``) (review40 D7: fit answered "does not fit" with nothing naming the
+    flag, and advised more devices where dropping it fits)."""
+    left = ", ".join(f"PP {p}" for p in stages)
+    line = f"pipeline layouts not tried ({left}): {why}"
+    result = plain.result(False) if plain is not None and plain.fits and plain.refusal is None else None
+    if result is None:
+        return replace_fields(r, warnings=(*r.warnings, line))
+    layout = f"TP {result.tensor_parallel} x PP {result.pipeline_parallel}"
+    nearer = (f"drop async_scheduling (--async-scheduling): without it {layout} fits on these {r.count} devices "
+              f"(--pp {result.pipeline_parallel}), or use a smaller weight format or a higher gpu_memory_utilization")
+    remedy = r.estimate.details.get("vllm_no_pool_remedy") if r.estimate is not None else None
+
+    def advised(text: str) -> str:
+        return text.replace(str(remedy), nearer) if remedy else text
+    return replace_fields(r, reasons=tuple(map(advised, r.reasons)),
+                          warnings=(*map(advised, r.warnings), f"{line}; without it {layout} fits on these "
+                                    f"{r.count} devices"))
 
 
 def stages_chosen(r: FitResult, per_node: int) -> FitResult:
@@ -1690,9 +1721,10 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     if split:  # one copy over one machine's GPUs (llamacpp_split_gpus), the other machines replicas of it
         workload.setdefault("gpus", layout.split_gpus)
     ts = workload.get("tensor_split")
-    if eng == "llamacpp" and not layout.apart and ts is not None:  # one rule with a request's (tensor_split_refusal)
+    if eng == "llamacpp" and ts is not None:  # one rule with a request's (tensor_split_refusal)
         shares = len(ts) if isinstance(ts, (list, tuple)) else len(str(ts).replace("/", ",").split(","))
-        why = tensor_split_refusal(shares, n, per_node)
+        refuse_split_apart(device, shares, "tensor_split")  # replicas of one device each (device.py), first
+        why = None if layout.apart else tensor_split_refusal(shares, n, per_node)
         if why is not None:
             raise FieldError("tensor_split", f"tensor_split {why}", also=("count",))
     pinned = None  # a degree given (a plan times its typical load on the layout chosen for its peak)

@@ -197,11 +197,17 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
     return list(free)
 
 
-def copies_note(count: int, gpus: int, copies: int, per_copy: int, concurrency: int) -> Assumption:
+def copies_note(count: int, gpus: int, copies: int, per_copy: int, concurrency: int,
+                apart: str | None = None) -> Assumption:
     """What ``fit --auto`` on GPUs of several machines says of its answer: one copy's, over one machine's ``gpus``
     (estimate/fit.py ``llamacpp_copy``, the layout fit sizes), at its share ``per_copy`` of ``concurrency``; the
     ``copies`` machines run the same flags, each a replica (llama.cpp reaches another machine's GPUs only through its
-    RPC backend, specs/training.py ``llamacpp_split_gpus``)."""
+    RPC backend, specs/training.py ``llamacpp_split_gpus``). ``apart``: why each device is a replica of its own
+    (estimate/device.py ``llamacpp_split_apart_why``: MIG devices, Apple chips), said in place of machines."""
+    if apart is not None:
+        return Assumption("llamacpp_split", f"{copies} replicas of 1 device", True,
+                          f"{apart}: the {count} devices are {copies} replicas, each running these flags at its "
+                          f"{per_copy} of the {concurrency} sequences; this auto-fit is one copy's")
     return Assumption("llamacpp_split", f"{copies} machines of {gpus} GPU{'s' if gpus > 1 else ''}", True,
                       f"llama.cpp holds one copy of the model within one machine (specs/training.py "
                       f"llamacpp_split_gpus): the {count} GPUs are {copies} machines of {gpus} GPU"

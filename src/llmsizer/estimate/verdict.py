@@ -299,13 +299,15 @@ def binding_pool_words(details: dict[str, Any]) -> str:
 def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,
                       utilization: float, *, engine: str = "vLLM", pool: str = "KV pool",
                       knob: str = "gpu_memory_utilization", requested: int | None = None,
-                      bound: str | None = None) -> Verdict:
+                      bound: str | None = None, pool_words: str | None = None) -> Verdict:
     """Eq. (3): a pool engine (vLLM; SGLang with its token pool and mem_fraction_static) fits when its pool admits
     ``concurrency`` sequences of ``context`` tokens: those it runs at once (``requested`` more are asked, the others
     wait in its queue: estimate/inference/common.py eq. R1). A pool that admits no sequence serves nothing, whatever
     the engine's running cap (SGLang's default cap is tokens // 2, 0 for an empty pool: sglang.py eq. 4).
     ``bound``: which of the engine's pools admits ``admitted`` where it has several (SGLang's token pool or MambaPool,
-    sglang.py eqs. 3, 4b), named in the 'does not fit' line."""
+    sglang.py eqs. 3, 4b), named in the 'does not fit' line. ``pool_words``: the pool in the engine's own words
+    (vLLM's ``vllm_pool_words``: utilization x CUDA's total, the one way every answer says it), else the knob of
+    ``usable``."""
     fits = pool_admits(admitted, concurrency)
     asked = ("requested" if requested is None or requested == concurrency
              else f"would run at once (its running cap) of {requested} requested")
@@ -320,7 +322,8 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
     if not fits:
         warnings = (f"does not fit: {engine}{'' if bound is None else chr(39) + 's ' + bound} admits {admitted} "
                     f"sequence(s) of {context} tokens at once, "
-                    f"{concurrency} {asked} ({knob} {utilization:.2f} of {format_bytes(usable)})",)
+                    f"{concurrency} {asked} ("
+                    + (pool_words or f"{knob} {utilization:.2f} of {format_bytes(usable)}") + ")",)
     basis = "vllm-admission" if engine == "vLLM" else f"{engine.lower()}-admission"
     # the headroom the pool leaves, 1 - utilization, to the digits a headroom is given in (0.1, not 1 - 0.9 in floats)
     return Verdict(fits, need, need, usable, round(1 - utilization, 9), budget, basis, reason, warnings)

@@ -425,11 +425,20 @@ def refuse_async_scheduling(engine: str | None, version: str | None, pipeline_pa
         raise FieldError("async_scheduling", also=("engine_version",), message=(
             f"async_scheduling: vLLM {version} has no --async-scheduling: vLLM 0.10.0 added it (vllm/config.py:2358, "
             "engine/arg_utils.py:821; 0.9.2 has none); give engine_version 0.10 or later, or drop async_scheduling"))
-    if pipeline_parallel > 1 and v < VLLM_ASYNC_WITH_PP_SINCE:
-        raise FieldError("async_scheduling", also=("pipeline_parallel", "engine_version"), message=(
-            f"async_scheduling: vLLM {version} stops at start with --async-scheduling and "
-            "pipeline_parallel above 1 (0.11.0 engine/arg_utils.py:1295-1297, 0.14.1 config/vllm.py:562-568: "
-            "\"Async scheduling is not supported with pipeline-parallel-size > 1\"; 0.15.1 takes both): drop one"))
+    why = async_pipeline_refusal(engine, version) if pipeline_parallel > 1 else None
+    if why is not None:
+        raise FieldError("async_scheduling", also=("pipeline_parallel", "engine_version"),
+                         message=f"async_scheduling: {why}: drop one")
+
+
+def async_pipeline_refusal(engine: str | None, version: str | None) -> str | None:
+    """Why ``engine`` at ``version`` runs no pipeline stages with async_scheduling (vLLM 0.10-0.14), in the words of
+    ``refuse_async_scheduling`` and of fit's line on the pipeline layouts it leaves out; None where it runs them."""
+    if engine != "vllm" or version is None or parse_engine_version(version) >= VLLM_ASYNC_WITH_PP_SINCE:
+        return None
+    return (f"vLLM {version} stops at start with --async-scheduling and pipeline_parallel above 1 (0.11.0 "
+            "engine/arg_utils.py:1295-1297, 0.14.1 config/vllm.py:562-568: \"Async scheduling is not supported with "
+            "pipeline-parallel-size > 1\"; 0.15.1 takes both)")
 
 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)

@@ -56,6 +56,7 @@ from ..device import (
     engine_assumption,
     generic_device,
     refuse_pipeline_apart,
+    refuse_split_apart,
     refuse_tensor_parallel_apart,
     weights_capability,
     workload_on_device,
@@ -81,6 +82,7 @@ from ..verdict import (
     margin_rule,
     memory_verdict,
     pool_admits,
+    vllm_pool_words,
 )
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import Media, media_in_context
@@ -279,6 +281,8 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     check_engine_on_device(str(w.engine), device)  # a named device: Apple silicon is a 'gpu' workload, not CUDA
     refuse_tensor_parallel_apart(device, w.tensor_parallel)  # fit's rule for a CPU, an Apple chip, a MIG device
     refuse_pipeline_apart(device, w.pipeline_parallel)  # MIG devices: no NCCL group over them
+    refuse_split_apart(device, w.gpus)  # llama.cpp's split over MIG devices or Apple chips: fit's replicas
+    refuse_split_apart(device, len(w.tensor_split or ()), "tensor_split")
     est = with_serving_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
@@ -802,8 +806,10 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
     mem = w.memory or 0
     if w.engine == "vllm":
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
+        cuda = est.details.get("cuda_total_bytes")
         v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context, est.total("device")[1], mem, util,
-                              requested=w.concurrency)
+                              requested=w.concurrency,
+                              pool_words=None if cuda is None else vllm_pool_words(int(cuda), util))
         no_pool = est.details.get("vllm_no_pool")
         if no_pool:  # no KV pool at all (vLLM does not start): say why and by how much, not "0 sequences"
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))

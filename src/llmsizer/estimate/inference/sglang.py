@@ -197,7 +197,7 @@ from ...units import MiB, format_bytes
 from .. import engines as E
 from ..allocator import context_span, device_context
 from ..context_window import engine_window
-from ..verdict import MAMBA_POOL, SWA_POOL
+from ..verdict import MAMBA_POOL, SWA_POOL, vllm_pool_words
 from .common import Context, cuda_total, kv_item, running_sequences, state_dtypes, weights_item
 
 
@@ -869,8 +869,10 @@ def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
         f"SGLang: mem_fraction_static {ctx.details['mem_fraction_static']} x (memory free before loading) - weights "
         f"= {sglang_tokens:,} tokens, leaving (1 - mem_fraction_static) of it, "
         f"{format_bytes(ctx.details['runtime_reserve_bytes'])} (runtime_reserve), for activations and CUDA graphs; "
-        f"vLLM: gpu_memory_utilization "
-        f"{v.details.get('gpu_memory_utilization')} x memory - weights - profiled activations, non-torch and CUDA "
+        "vLLM: " + (vllm_pool_words(int(v.details["cuda_total_bytes"]), float(v.details["gpu_memory_utilization"]))
+                    if "cuda_total_bytes" in v.details else
+                    f"gpu_memory_utilization {v.details.get('gpu_memory_utilization')} x CUDA's total")
+        + " - weights - profiled activations, non-torch and CUDA "
         f"graphs ({format_bytes(measured)}) = {vt:,} tokens"
         # SGLang's auto is FP8 for some models and devices (E.sglang_auto_kv_dtype): tokens of other sizes
         + next((f"; KV cache: SGLang {ctx.kv_dtype}, vLLM {a.value}" for a in v.assumptions

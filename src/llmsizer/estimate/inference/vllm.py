@@ -62,6 +62,13 @@ from .common import Context, cuda_total, kv_item, running_sequences, state_dtype
 from .media import Media, largest_image
 
 
+def no_pool_remedy(num_heads: int) -> str:
+    """What the line of a vLLM that does not start (no KV pool) advises: the estimate's own remedy, which fit
+    replaces where a nearer one is known on the devices it was given (estimate/fit.py ``async_stages_note``)."""
+    return (f"use a smaller weight format, more devices (a tensor-parallel degree dividing the {num_heads} attention "
+            "heads, or pipeline stages) or a higher gpu_memory_utilization")
+
+
 def vllm_batch_defaults(memory: int | None) -> tuple[int, int]:
     """vLLM's (max_num_seqs, max_num_batched_tokens) defaults for `vllm serve` on a GPU of ``memory`` bytes
     (estimate/engines.py VLLM_MAX_NUM_SEQS*: EngineArgs._set_default_args). Without a memory the smaller pair."""
@@ -279,6 +286,7 @@ def compose_vllm(ctx: Context) -> None:
     # below nvidia-smi's memory.total by the driver's reserve (common.py cuda_total)
     total = cuda_total(acc, w, "vLLM's pool, gpu_memory_utilization x MemorySnapshot.total_memory,")
     pool = vllm_pool_bytes(total, util)
+    ctx.details["cuda_total_bytes"] = total  # what the pool is a share of (the verdict's words: vllm_pool_words)
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
     ctx.details["workload_budget_bytes"] = pool + context_span(w.gpu_runtime).expected
@@ -317,9 +325,8 @@ def compose_vllm(ctx: Context) -> None:
             f"= {format_bytes(fixed)} exceed its pool, {vllm_pool_words(total, util)}, by {format_bytes(-kv_avail)}, "
             "leaving no memory for KV blocks (\"No available memory for the cache blocks\": "
             "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @001cabc, on the KV memory "
-            "gpu_worker.determine_available_memory leaves); use a smaller weight format, more devices (a tensor-parallel "
-            f"degree dividing the {ctx.spec.num_heads} attention heads, or pipeline stages) or a higher "
-            "gpu_memory_utilization")
+            f"gpu_worker.determine_available_memory leaves); {no_pool_remedy(ctx.spec.num_heads)}")
+        ctx.details["vllm_no_pool_remedy"] = no_pool_remedy(ctx.spec.num_heads)  # (fit may name a nearer one)
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
