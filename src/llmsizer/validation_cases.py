@@ -3341,7 +3341,7 @@ MAX_CONTEXT_FILE = "unsloth_max_context.csv"
 # Arctic Long Sequence Training's single-H100 recipes (validation/alst_max_context.csv: snowflakedb/ArcticTraining
 # projects/sequence-parallelism @5885b9f8): the length each recipe's max_length ran at, the H100's 79.65 GiB (the
 # catalog's h100-sxm); its rows are packed to max_length under expandable segments, so the allocator's reserve is the
-# fixed-shape one (batch_shapes 'fixed'). Ulysses sequence parallelism (the 8- and 32-GPU rows) is not expressed.
+# fixed-shape one (batch_shapes 'fixed'). AS01's 500K is a lower bound (column 'bound'). Ulysses sequence parallelism (the 8- and 32-GPU rows) is not expressed.
 ALST_CONTEXT_FILE = "alst_max_context.csv"
 ALST = dict(method="full", micro_batch=1, zero=3, offload="params", grad_checkpointing="full", attention="flash",
             batch_shapes="fixed")
@@ -3350,9 +3350,10 @@ UNSLOTH_QLORA = dict(method="qlora", rank=32, targets="q,k,v,o,gate,up,down", mi
 MAX_CONTEXT_RECIPES: dict[str, dict[str, Any]] = {
     "hf-fa2": UNSLOTH_QLORA,
     "unsloth": dict(UNSLOTH_QLORA, loss="cut-ce", checkpoint_offload=True, kernels="unsloth"),
-    # Liger's fused linear cross-entropy stated as cut-ce (no [tokens, vocab] tensor); Liger's RMSNorm and RoPE
-    # kernels are not modelled (transformers' RMSNorm tensors counted)
-    "alst": dict(ALST, loss="cut-ce", checkpoint_offload=True, tiled_mlp=True),
+    # model type 'liger' (ArcticTraining @5885b9f8 model/liger_factory.py L41-50: AutoLigerKernelForCausalLM with
+    # swiglu=False under tiled_mlp_compute; Liger-Kernel monkey_patch.py @ead96b6 L221-226: rope, rms_norm and
+    # fused_linear_cross_entropy on by default) and sft_trainer.py L48-54 (at SP 1 the model's own, fused, loss)
+    "alst": dict(ALST, kernels="liger", loss="liger-flce", checkpoint_offload=True, tiled_mlp=True),
     "alst-baseline": ALST,
 }
 MAX_CONTEXT_NOTES = {
@@ -3361,9 +3362,10 @@ MAX_CONTEXT_NOTES = {
     "unsloth": "Unsloth's kernels, cut cross-entropy, checkpointed layer inputs offloaded to host RAM; nvidia-smi "
                "metric (CUDA context + the allocator's reserve), no headroom",
     "alst": "ZeRO-3 with parameters and optimizer offloaded, checkpointed layer inputs in host RAM, TiledMLP, Liger's "
-            "fused loss as cut-ce (Liger's RMSNorm not modelled), flash-attn 2; nvidia-smi metric, fixed shapes "
+            "RMSNorm and fused linear cross-entropy (its SwiGLU off under TiledMLP), flash-attn 2; nvidia-smi metric, fixed shapes "
             "(packed rows, expandable segments), no headroom; 500K ran, 555K stopped on a Triton illegal memory access "
-            "(not an out-of-memory): a length that ran, not the measured limit",
+            "(Liger's RMSNorm/RoPE int32 row offsets overflow above 2^31 / 4096 = 524,288 tokens; fixed in Liger-Kernel "
+            "v0.6.1): a length that ran, not the memory limit",
     "alst-baseline": "ZeRO-3 with parameters and optimizer offloaded, every layer checkpointed, transformers' loss, "
                      "flash-attn 2; nvidia-smi metric, fixed shapes (packed rows, expandable segments), no headroom; "
                      "the recipe's own 'close to oom' length",
@@ -3373,6 +3375,9 @@ MAX_CONTEXT_NAMES = {"hf-fa2": "Hugging Face + FA2 (PEFT)", "unsloth": "Unsloth"
 # the README's "GPU VRAM" column as the row's note names it (review23a D10): its 'GB' taken as GiB, which moves the 80 GB
 # row by 0.35 GiB against an H100's 79.65 GiB
 MAX_CONTEXT_MEMORY_NOTE = "card memory taken as {gb} GiB (the README's '{gb} GB')"
+# a row whose csv column 'bound' is 'lower': the length ran and the next one tried failed for a reason other than
+# memory (AS01: Liger-Kernel's int32 row offsets), so the longest length that fits is at least the row's
+MAX_CONTEXT_LOWER_BOUND = "predicted at or above the length that ran"
 MAX_CONTEXT_NO_BAND = "a longest-sequence row: llmsizer prints no calibrated range for the length (its own range only)"
 
 
@@ -3399,6 +3404,11 @@ def max_context_cases(data: str | Path | None = None) -> list[Case]:
             else:
                 label = f"{name} {r['model']} full fine-tune on 1x H100 ({r['gpu_vram_gb']} GiB)"
                 note = MAX_CONTEXT_NOTES[r["recipe"]]
+            if r.get("bound") == "lower":  # a length that ran, stopped above by something other than memory
+                out.append(Case(r["id"], MAX_TRAINING_CONTEXT, label, float(pred), meas, "tokens", pred >= meas,
+                                MAX_CONTEXT_LOWER_BOUND, LOWER_BOUND, r["source"], note, no_band=MAX_CONTEXT_NO_BAND,
+                                span=(float(low), float(high))))
+                continue
             out.append(Case(r["id"], MAX_TRAINING_CONTEXT, label, float(pred), meas, "tokens",
                             *within_tolerance(MAX_TRAINING_CONTEXT, pred, meas), source=r["source"],
                             no_band=MAX_CONTEXT_NO_BAND, note=note, span=(float(low), float(high))))

@@ -1077,10 +1077,14 @@ class TrainingWorkload:
                 raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
         if not isinstance(self.tiled_mlp, bool):
             raise InputError(f"tiled_mlp: {not_true_or_false(self.tiled_mlp)}")
-        if self.tiled_mlp and (self.method != "full" or self.tp > 1 or self.kernels != "pytorch"
+        # kernels liger runs beside it: ArcticTraining turns Liger's SwiGLU off under tiled_mlp_compute and keeps
+        # Liger's RMSNorm, RoPE and fused loss (snowflakedb/ArcticTraining @5885b9f8 model/liger_factory.py L41-50,
+        # ``swiglu=False``), so the tiled MLP is PyTorch's (eqs. TM1/TM2 replace LG2/A3l, formulas/liger_kernels.py)
+        if self.tiled_mlp and (self.method != "full" or self.tp > 1 or self.kernels == "unsloth"
                                or self.precision in MEGATRON_PRECISIONS):
             raise InputError("tiled_mlp (DeepSpeed TiledMLP, as ArcticTraining applies it) is modelled for full "
-                             "fine-tuning with the PyTorch MLP, no tensor parallelism and no megatron precision")
+                             "fine-tuning with the PyTorch MLP (kernels pytorch or liger), no tensor parallelism and "
+                             "no megatron precision")
         if self.activation_offload and self.checkpoint_offload:
             raise InputError("give activation_offload (torchtune: every saved activation to host memory) or "
                              "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")
