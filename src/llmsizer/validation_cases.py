@@ -3342,10 +3342,11 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
 # caching allocator's reserve reach its memory, so the length is solved under metric 'nvidia-smi' with no headroom
 # (the README's "GPU VRAM" taken as GiB). The range: the length at the memory range's high end .. at its low end.
 MAX_CONTEXT_FILE = "unsloth_max_context.csv"
-# Arctic Long Sequence Training's single-H100 recipes (validation/alst_max_context.csv: snowflakedb/ArcticTraining
+# Arctic Long Sequence Training's H100 recipes (validation/alst_max_context.csv: snowflakedb/ArcticTraining
 # projects/sequence-parallelism @5885b9f8): the length each recipe's max_length ran at, the H100's 79.65 GiB (the
 # catalog's h100-sxm); its rows are packed to max_length under expandable segments, so the allocator's reserve is the
-# fixed-shape one (batch_shapes 'fixed'). Ulysses sequence parallelism (the 8- and 32-GPU rows) is not expressed.
+# fixed-shape one (batch_shapes 'fixed'). AT01's 500K is a lower bound (column 'bound'); AT03/AT04 the paper's 8- and
+# 32-GPU lengths under Ulysses sequence parallelism (column 'gpus' = the cp degree).
 ALST_CONTEXT_FILE = "alst_max_context.csv"
 ALST = dict(method="full", micro_batch=1, zero=3, offload="params", grad_checkpointing="full", attention="flash",
             batch_shapes="fixed")
@@ -3354,10 +3355,15 @@ UNSLOTH_QLORA = dict(method="qlora", rank=32, targets="q,k,v,o,gate,up,down", mi
 MAX_CONTEXT_RECIPES: dict[str, dict[str, Any]] = {
     "hf-fa2": UNSLOTH_QLORA,
     "unsloth": dict(UNSLOTH_QLORA, loss="cut-ce", checkpoint_offload=True, kernels="unsloth"),
-    # Liger's fused linear cross-entropy stated as cut-ce (no [tokens, vocab] tensor); Liger's RMSNorm and RoPE
-    # kernels are not modelled (transformers' RMSNorm tensors counted)
-    "alst": dict(ALST, loss="cut-ce", checkpoint_offload=True, tiled_mlp=True),
+    # model type 'liger' (ArcticTraining @5885b9f8 model/liger_factory.py L41-50: AutoLigerKernelForCausalLM with
+    # swiglu=False under tiled_mlp_compute; Liger-Kernel monkey_patch.py @ead96b6 L221-226: rope, rms_norm and
+    # fused_linear_cross_entropy on by default) and sft_trainer.py L48-54 (at SP 1 the model's own, fused, loss)
+    "alst": dict(ALST, kernels="liger", loss="liger-flce", checkpoint_offload=True, tiled_mlp=True),
     "alst-baseline": ALST,
+    # the 8- and 32-GPU recipes (run-h100-sp{8,32}-llama-8b.yml): Ulysses over every rank (cp = the row's gpus),
+    # ZeRO-3 without offload_param (only the optimizer offloaded)
+    "alst-ulysses": dict(ALST, offload="optimizer", kernels="liger", loss="liger-flce", checkpoint_offload=True,
+                         tiled_mlp=True, cp_kind="ulysses"),
 }
 MAX_CONTEXT_NOTES = {
     "hf-fa2": "PEFT prepare_model_for_kbit_training (embeddings, norms, lm_head in fp32), transformers' loss, every "
@@ -3365,18 +3371,26 @@ MAX_CONTEXT_NOTES = {
     "unsloth": "Unsloth's kernels, cut cross-entropy, checkpointed layer inputs offloaded to host RAM; nvidia-smi "
                "metric (CUDA context + the allocator's reserve), no headroom",
     "alst": "ZeRO-3 with parameters and optimizer offloaded, checkpointed layer inputs in host RAM, TiledMLP, Liger's "
-            "fused loss as cut-ce (Liger's RMSNorm not modelled), flash-attn 2; nvidia-smi metric, fixed shapes "
+            "RMSNorm and fused linear cross-entropy (its SwiGLU off under TiledMLP), flash-attn 2; nvidia-smi metric, fixed shapes "
             "(packed rows, expandable segments), no headroom; 500K ran, 555K stopped on a Triton illegal memory access "
-            "(not an out-of-memory): a length that ran, not the measured limit",
+            "(Liger's RMSNorm/RoPE int32 row offsets overflow above 2^31 / 4096 = 524,288 tokens; fixed in Liger-Kernel "
+            "v0.6.1): a length that ran, not the memory limit",
     "alst-baseline": "ZeRO-3 with parameters and optimizer offloaded, every layer checkpointed, transformers' loss, "
                      "flash-attn 2; nvidia-smi metric, fixed shapes (packed rows, expandable segments), no headroom; "
                      "the recipe's own 'close to oom' length",
+    "alst-ulysses": "DeepSpeed-Ulysses over every rank (cp_kind ulysses, eqs. U0-U3), ZeRO-3 with the optimizer "
+                    "offloaded, checkpointed layer inputs in host RAM, TiledMLP, Liger's RMSNorm and fused linear "
+                    "cross-entropy, flash-attn 2; nvidia-smi metric, fixed shapes, no headroom; the paper's length",
 }
 MAX_CONTEXT_NAMES = {"hf-fa2": "Hugging Face + FA2 (PEFT)", "unsloth": "Unsloth", "alst": "ALST",
-                     "alst-baseline": "ALST baseline (Hugging Face, ZeRO-3 offload)"}
+                     "alst-baseline": "ALST baseline (Hugging Face, ZeRO-3 offload)",
+                     "alst-ulysses": "ALST (Ulysses)"}
 # the README's "GPU VRAM" column as the row's note names it (review23a D10): its 'GB' taken as GiB, which moves the 80 GB
 # row by 0.35 GiB against an H100's 79.65 GiB
 MAX_CONTEXT_MEMORY_NOTE = "card memory taken as {gb} GiB (the README's '{gb} GB')"
+# a row whose csv column 'bound' is 'lower': the length ran and the next one tried failed for a reason other than
+# memory (AT01: Liger-Kernel's int32 row offsets), so the longest length that fits is at least the row's
+MAX_CONTEXT_LOWER_BOUND = "predicted at or above the length that ran"
 MAX_CONTEXT_NO_BAND = "a longest-sequence row: llmsizer prints no calibrated range for the length (its own range only)"
 
 
@@ -3385,8 +3399,10 @@ def max_context_prediction(row: dict[str, str], level: str = "expected") -> int:
     from .catalog.models import find
     from .estimate.training.reverse import max_seq_len
 
+    gpus = int(row.get("gpus") or 1)  # the ALST Ulysses rows: sequence parallelism over every rank
+    cp = dict(gpus=gpus, context_parallel=gpus) if gpus > 1 else {}
     return max_seq_len(find(row["catalog_model"]).spec(), int(float(row["gpu_vram_gb"]) * GiB), headroom=0.0,
-                       level=level, metric="nvidia-smi", **MAX_CONTEXT_RECIPES[row["recipe"]])
+                       level=level, metric="nvidia-smi", **cp, **MAX_CONTEXT_RECIPES[row["recipe"]])
 
 
 def max_context_cases(data: str | Path | None = None) -> list[Case]:
@@ -3401,8 +3417,13 @@ def max_context_cases(data: str | Path | None = None) -> list[Case]:
                 label = f"{name} {r['model']} QLoRA r32 on {r['gpu_vram_gb']} GB"
                 note = f"{MAX_CONTEXT_NOTES[r['recipe']]}; {MAX_CONTEXT_MEMORY_NOTE.format(gb=r['gpu_vram_gb'])}"
             else:
-                label = f"{name} {r['model']} full fine-tune on 1x H100 ({r['gpu_vram_gb']} GiB)"
+                label = f"{name} {r['model']} full fine-tune on {r['gpus']}x H100 ({r['gpu_vram_gb']} GiB)"
                 note = MAX_CONTEXT_NOTES[r["recipe"]]
+            if r.get("bound") == "lower":  # a length that ran, stopped above by something other than memory
+                out.append(Case(r["id"], MAX_TRAINING_CONTEXT, label, float(pred), meas, "tokens", pred >= meas,
+                                MAX_CONTEXT_LOWER_BOUND, LOWER_BOUND, r["source"], note, no_band=MAX_CONTEXT_NO_BAND,
+                                span=(float(low), float(high))))
+                continue
             out.append(Case(r["id"], MAX_TRAINING_CONTEXT, label, float(pred), meas, "tokens",
                             *within_tolerance(MAX_TRAINING_CONTEXT, pred, meas), source=r["source"],
                             no_band=MAX_CONTEXT_NO_BAND, note=note, span=(float(low), float(high))))

@@ -89,3 +89,25 @@ def test_liger_flce_refuses_an_lm_head_adapter() -> None:
     with pytest.raises(InputError, match="LoRA adapter on the lm_head would not run"):
         estimate_training("llama-3.1-8b", **{**BASE, "method": "lora", "targets": "q,v,lm_head",  # type: ignore[arg-type]
                                              "loss": "liger-flce"})
+
+
+def test_liger_beside_tiled_mlp_keeps_the_pytorch_tiled_mlp() -> None:
+    # ArcticTraining @5885b9f8 model/liger_factory.py L41-50: under tiled_mlp_compute, AutoLigerKernelForCausalLM
+    # gets swiglu=False: Liger's RMSNorm (and RoPE, fused loss) run, the MLP is TiledMLP over PyTorch's MLP. So the
+    # layer differs from the PyTorch one by the two norms' eq. LG1 saving only, and its backward transient is TM2's.
+    tiled = dict(BASE, seq_len=8192, grad_checkpointing="full", tiled_mlp=True)
+    t = 8192
+    eager = estimate_training("llama-3.1-8b", **tiled)
+    liger = estimate_training("llama-3.1-8b", **tiled, kernels="liger")
+    names = [x["name"] for x in liger.details["layer_terms"]]
+    assert "mlp input (TiledMLP: x only, 2 shards)" in names  # ceil(8192 / 4096)
+    assert not any("Liger SiLU" in n for n in names)
+    assert _layer_bytes(eager) - _layer_bytes(liger) == 2 * (t * H * (4 - 2) + t * H * 2)
+    # the last layer's backward (its recompute + TM2's transient) moves by the layer's saving alone: the same TM2
+    layer31 = [e.details["phases"]["backward layer 31"] for e in (eager, liger)]
+    assert layer31[0] - layer31[1] == 2 * (t * H * (4 - 2) + t * H * 2)
+
+
+def test_tiled_mlp_still_refuses_unsloth_kernels() -> None:
+    with pytest.raises(InputError, match="kernels pytorch or liger"):
+        estimate_training("llama-3.1-8b", **BASE, tiled_mlp=True, kernels="unsloth")  # type: ignore[arg-type]

@@ -55,6 +55,7 @@ from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
+    CP_KINDS,
     DEEPSPEED_GATHERS,
     FLOAT8_RECIPES,
     FSDP1_LORA_WRAPS,
@@ -567,6 +568,11 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
                    help="context-parallel degree: each sequence split over N devices, ring attention: torchtitan's "
                         f"(needs --fsdp) or, under a megatron precision, Megatron-Core's (default {TW.context_parallel})")
+    g.add_argument("--cp-kind", choices=CP_KINDS, dest="cp_kind",
+                   help="how --context-parallel runs the attention: ring (K/V passed round the ranks, as above) or "
+                        "ulysses (DeepSpeed-Ulysses under ZeRO, as Arctic Long Sequence Training: four all-to-alls a "
+                        "layer shard the heads inside the attention; heads divisible by N) "
+                        f"(default {TW.cp_kind})")
     g.add_argument("--activation-offload", action="store_true", default=None,
                    help="saved activations offloaded to host memory (torchtune enable_activation_offloading)")
     g.add_argument("--tiled-mlp", action="store_true", default=None,
@@ -612,7 +618,7 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "recompute_modules", "attention", "attention_kernel", "packing", "doc_len", "loss_chunks", "loss", "layernorm", "train_metric_passes", "framework", "checkpoint_offload", "checkpoint_impl", "kernels", "mamba_path", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather", "zero_grad",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "etp", "moe_dispatcher", "ep_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "gradient_accumulation_fusion", "moe_router_fusion", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
-                   "fsdp1_lora_wrap", "context_parallel",
+                   "fsdp1_lora_wrap", "context_parallel", "cp_kind",
                    "activation_offload", "tiled_mlp", "float8", "float8_recipe", "fp8_param_gather", "compile", "compile_scope",
                    "batch_shapes")
 

@@ -35,10 +35,13 @@ from ..formulas.attention_mask import FLEX_BLOCK, flex_pairs, mean_attended
 from ..formulas.context_parallel import SOURCE as CP_SOURCE
 from ..formulas.context_parallel import (
     TE_CP_SOURCE,
+    ULYSSES_SOURCE,
     local_tokens,
     p2p_ring_exchange_bytes,
     ring_exchange_bytes,
     ring_exposed_seconds,
+    ulysses_exchange_bytes,
+    ulysses_kv_width,
 )
 from ..formulas.cost import run_cost
 from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
@@ -2158,6 +2161,8 @@ def _ring_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: fl
     else:
         again = layers if te and "core_attn" in w.recomputed_modules else 0
     compute = compute_bytes(w)
+    if w.cp_ring == "ulysses":  # DeepSpeed-Ulysses' four all-to-alls a layer, blocking (eq. U3)
+        return _ulysses_exchange(spec, w, tokens, layers, again, compute, link_bandwidth, network, notes, warnings)
     v_f, v_b = (p2p_ring_exchange_bytes if te else ring_exchange_bytes)(tokens, k_w, v_w, w.context_parallel, compute,
                                                                         layers, again)
     g = min(w.gpus, w.gpus_per_node)
@@ -2187,6 +2192,33 @@ def _ring_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: fl
                             + f") against {t_attn:.3g} s of attention per micro-step, overlapped with the attention "
                             "kernels only (each step's transfer posted before its block attention, waited after)"))
     return v_f + v_b, t_x, exposed
+
+
+def _ulysses_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, layers: int, again: int, compute: int,
+                      link_bandwidth: float, network: Network | None, notes: list[Assumption],
+                      warnings: list[str]) -> tuple[float, float, float]:
+    """DeepSpeed-Ulysses' all-to-alls of a rank per micro-step (formulas/context_parallel.py eq. (U3)): (bytes,
+    seconds, the same seconds exposed: UlyssesSPAttentionHF waits for each all-to-all before the attention kernel,
+    ulysses_sp.py @edaa7221 lines 296-392). Over the link inside a machine, or each device's share of its machine's
+    network where the cp ranks span machines (formulas/network.py eq. (8))."""
+    q_w, k_w, v_w, o_w = _head_dims(spec)
+    k_r, v_r = (ulysses_kv_width(x, spec.num_kv_heads, w.context_parallel) for x in (k_w, v_w))
+    v_f, v_b = ulysses_exchange_bytes(tokens, q_w, k_r, v_r, o_w, w.context_parallel, compute, layers, again)
+    g = min(w.gpus, w.gpus_per_node)
+    across = w.context_parallel > g
+    if across and network is None:
+        warnings.append(f"context parallelism {w.context_parallel} (Ulysses) spans machines of {g} (gpus_per_node) "
+                        "and no network between them is given: its all-to-alls timed over the link inside a machine, "
+                        "a lower bound of their time")
+    bandwidth = device_share_of_node_bandwidth(network.bandwidth, g) if across and network is not None \
+        else link_bandwidth
+    t_x = (v_f + v_b) / bandwidth
+    notes.append(Assumption("ulysses_all_to_all_bytes", v_f + v_b, True,
+                            f"formulas/context_parallel.py eq. (U3): {layers} layers' q, k, v and output all-to-alls "
+                            f"({w.context_parallel - 1}/{w.context_parallel} of each sent) in the forward, their "
+                            f"gradients' in the backward" + (f", {again} recomputed forwards" if again else "")
+                            + f", blocking: {t_x:.3g} s at {bandwidth / 1e9:.4g} GB/s ({ULYSSES_SOURCE})"))
+    return v_f + v_b, t_x, t_x
 
 
 def _ep_exchange_seconds(spec: ModelSpec, w: TrainingWorkload, tokens: float, link_bandwidth: float | None,

@@ -65,6 +65,41 @@ Megatron-Core (NVIDIA/Megatron-LM @d98e8a64, TransformerEngine @d0067d0):
   from ``RankGenerator.get_ranks('dp-cp')``, ``megatron/core/parallel_state.py`` line 963);
 - placement: ranks are laid out in the order tp-cp-ep-dp-pp (``parallel_state.py`` line 617, ``RankGenerator`` line
   465): a CP group's ranks are tp apart, so the ring stays inside one machine only when tp x cp <= its GPUs.
+
+DeepSpeed-Ulysses (``cp_kind`` 'ulysses'; Jacobs et al. 2023, arXiv 2309.14509, section 3.1 and Figure 2; as Arctic
+Long Sequence Training runs it, DeepSpeed @edaa7221 ``deepspeed/runtime/sequence_parallel/ulysses_sp.py``
+``UlyssesSPAttentionHF``):
+
+- outside the attention every rank holds seq / cp tokens of each sequence (``UlyssesSPDataLoaderAdapter``, lines
+  564-700: the batch split along the sequence, seqlen divisible by cp, line 698), so every saved activation is that
+  of seq / cp tokens (``local_tokens``), as under a ring;
+- inside the attention, ``_combine_local_sequences`` (lines 166-204) all-to-alls q, k and v (``_DimZeroAllToAll``,
+  ``deepspeed/sequence/layer.py``) from [s / cp, heads] to [s, heads / cp], the attention runs on the whole sequence
+  for heads / cp heads, and ``_partition_global_sequence`` (lines 206-227) all-to-alls its output back to [s / cp,
+  heads]: four all-to-alls per layer forward, four more (their gradients) in the backward. The head count must divide
+  by cp (line 145-146 raise "Attention head count ... is not divisible by SP size"), the K/V head count divide cp or
+  be divided by it (lines 147-150); with fewer K/V heads than cp ranks each K/V head is replicated
+  cp / kv_heads times before the exchange (lines 131-135, 181-184: ``repeat_interleave``), so k and v reach the
+  attention as cp / kv_heads times their local width:
+
+      k' = k max(1, cp / kv_heads), v' likewise                                                   (U0)
+
+  The attention kernel saves its q, k', v', output and log-sum-exp: t (q + k' + v' + o) elements a rank, as a plain
+  attention's t (q + k + v + o) when kv_heads >= cp; the replicated excess t (k' - k + v' - v) c is a term of its own.
+- buffers (not traced): in the forward, while one of q, k, v is exchanged, the local q, k, v (the op's inputs,
+  counted apart), the exchanged ones made so far and the send copy and receive buffer of the one in flight
+  (``rearrange(...).contiguous()`` then the all-to-all output, lines 195-197) are alive; in the backward the
+  attention kernel's dq, dk', dv' (a plain layer's backward counts dq, dk, dv: the replicated excess is added) and
+  the send copy and receive buffer of the gradient in flight, each exchanged gradient replacing the kernel's::
+
+      M_f = t (q + k' + v') c + 2 t max(q, k') c                                                    (U1)
+      M_b = t (k' - k + v' - v) c + 2 t max(q, k') c                                                (U2)
+- exchange: each all-to-all sends (cp - 1) / cp of the rank's tensor (the paper's "communication volume per link
+  ... 4Nh/P" for the four of a layer, section 3.2); blocking (no overlap with the attention kernels in
+  ``UlyssesSPAttentionHF.forward``, lines 296-392)::
+
+      V_f = L (cp - 1) / cp t (q + k' + v' + o) c
+      V_b = (L + L_r) (cp - 1) / cp t (q + k' + v' + o) c                                          (U3)
 """
 
 from __future__ import annotations
@@ -79,6 +114,8 @@ TE_CP_SOURCE = ("TransformerEngine @d0067d0 transformer_engine/pytorch/attention
                 "context_parallel.py AttnFuncWithCPAndKVP2P lines 96-135, 1685-1717, 2087, 2393-2401, 2459-2497; "
                 "Megatron-LM @d98e8a64 megatron/core/extensions/transformer_engine.py lines 2063, 2141-2142 "
                 "(cp_comm_type 'p2p')")
+ULYSSES_SOURCE = ("DeepSpeed @edaa7221 deepspeed/runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF lines "
+                  "131-150, 166-227; Jacobs et al. 2023 arXiv 2309.14509 (DeepSpeed-Ulysses) section 3")
 FP32 = dtype_bytes("fp32")  # the accumulators' bytes per element (convert_to_f32=True, line 75)
 
 
@@ -191,3 +228,55 @@ def ring_exposed_seconds(exchange_seconds: float, attention_seconds: float) -> f
     attention and waited after it (context_parallel.py lines 1700-1717, 2459-2497, 2718), so it hides behind the
     attention kernels only (not the GEMMs)."""
     return max(0.0, exchange_seconds - attention_seconds)
+
+
+def ulysses_kv_width(kv_width: int, kv_heads: int, cp: int) -> int:
+    """Eq. (U0): the width k (or v) reaches the attention with under Ulysses: replicated cp / kv_heads times when the
+    model has fewer K/V heads than cp ranks (ulysses_sp.py lines 131-135, 181-184)."""
+    return kv_width * max(1, cp // max(1, kv_heads))
+
+
+def ulysses_refusal(num_heads: int, kv_heads: int, cp: int) -> str | None:
+    """Why DeepSpeed's UlyssesSPAttentionHF refuses ``cp`` ranks for this model's heads (ulysses_sp.py lines
+    145-150), or None."""
+    if num_heads % cp:
+        return f"the attention head count {num_heads} is not divisible by context_parallel {cp}"
+    if kv_heads % cp and cp % kv_heads:
+        return f"the K/V head count {kv_heads} neither divides nor is divisible by context_parallel {cp}"
+    return None
+
+
+def ulysses_forward_bytes(tokens: int, q_width: int, k_width: int, v_width: int, compute_bytes: int) -> int:
+    """Eq. (U1): one layer's Ulysses all-to-all buffers in its attention forward, beyond the local q, k, v [bytes]:
+    q, k', v' exchanged, one tensor's send copy and receive buffer in flight (``k_width``, ``v_width``: eq. U0's)::
+
+        M_f = t (q + k' + v') c + 2 t max(q, k') c
+    """
+    return tokens * (q_width + k_width + v_width) * compute_bytes + 2 * tokens * max(q_width, k_width) * compute_bytes
+
+
+def ulysses_backward_bytes(tokens: int, q_width: int, k_width: int, v_width: int, k_local: int, v_local: int,
+                           compute_bytes: int) -> int:
+    """Eq. (U2): one layer's Ulysses buffers in its backward beyond a plain attention backward's dq, dk, dv [bytes]:
+    the replicated K/V gradients' excess (``k_width`` - ``k_local``, eq. U0) and one gradient's send copy and
+    receive buffer in flight::
+
+        M_b = t (k' - k + v' - v) c + 2 t max(q, k') c
+    """
+    return (tokens * (k_width - k_local + v_width - v_local) * compute_bytes
+            + 2 * tokens * max(q_width, k_width) * compute_bytes)
+
+
+def ulysses_exchange_bytes(tokens: int, q_width: int, k_width: int, v_width: int, o_width: int, cp: int,
+                           compute_bytes: int, layers: int, recomputed_layers: int = 0) -> tuple[int, int]:
+    """Eq. (U3): (forward, backward) bytes one Ulysses rank sends per micro-step: four all-to-alls a layer (q, k',
+    v', output), each sending (cp - 1) / cp of the rank's tensor; the backward's four of the gradients, and a
+    recomputed layer's forward four more::
+
+        V_f = L (cp - 1) / cp t (q + k' + v' + o) c
+        V_b = (L + L_r) (cp - 1) / cp t (q + k' + v' + o) c
+    """
+    if cp <= 1:
+        return 0, 0
+    one = (cp - 1) * tokens * (q_width + k_width + v_width + o_width) * compute_bytes // cp
+    return layers * one, (layers + recomputed_layers) * one

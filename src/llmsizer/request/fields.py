@@ -37,6 +37,7 @@ from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
+    CP_KINDS,
     DEEPSPEED_GATHERS,
     FLOAT8_RECIPES,
     FSDP1_LORA_WRAPS,
@@ -389,6 +390,9 @@ TRAINING = (
           F("context_parallel", "int", "context-parallel degree (each sequence split over N devices): torchtitan's, "
             "or Megatron-Core's under a megatron precision",
             template=False, minimum=1),
+          F("cp_kind", "enum", "how context parallelism runs the attention: ring (the default) or ulysses "
+            "(DeepSpeed-Ulysses all-to-alls under ZeRO, Arctic Long Sequence Training)", template=False,
+            choices=CP_KINDS),
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
           F("tiled_mlp", "bool", "each dense gated MLP over ceil(seq / hidden) sequence shards (DeepSpeed TiledMLP, "
             "Arctic Long Sequence Training)", template=False),

@@ -130,6 +130,7 @@ class TrainingSettings:
     fsdp1_lora_wrap: str | None = None
     grad_sync: str | None = None
     context_parallel: int | None = None
+    cp_kind: str | None = None
     activation_offload: bool | None = None
     tiled_mlp: bool | None = None
     float8: bool | None = None

@@ -273,6 +273,11 @@ ZERO_GRADS = ("set-to-none", "zeros")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune), Unsloth's fused LoRA kernels, or
 # transformers' modules with Liger-Kernel's RMSNorm, SwiGLU/GeGLU and RoPE swapped in (formulas/liger_kernels.py)
 KERNELS = ("pytorch", "unsloth", "liger")
+# how context parallelism runs the attention (formulas/context_parallel.py): 'ring' (K/V passed round the ranks:
+# torchtitan's torch ring attention, Megatron-Core's TransformerEngine P2P ring, by the precision) or 'ulysses'
+# (DeepSpeed-Ulysses, Jacobs et al. 2023 arXiv 2309.14509: all-to-alls that shard the heads inside attention; ALST's
+# UlyssesSPAttentionHF, DeepSpeed deepspeed/runtime/sequence_parallel/ulysses_sp.py)
+CP_KINDS = ("ring", "ulysses")
 # what runs a Mamba layer: mamba_ssm + causal-conv1d's kernels (a CUDA GPU with both installed) or transformers'
 # torch reference functions (formulas/mamba_activations.py)
 MAMBA_PATHS = ("cuda-kernels", "torch")
@@ -764,6 +769,10 @@ class TrainingWorkload:
         their K/V (``formulas/context_parallel.py``): torchtitan's (FSDP2 over dp x cp, torch's ring attention) or,
         under the Megatron precisions, Megatron-Core's (TransformerEngine's P2P ring, the DDP / distributed optimizer
         over dp x cp).
+    cp_kind: how context parallelism runs the attention: 'ring' (above) or 'ulysses' (DeepSpeed-Ulysses, arXiv
+        2309.14509, as Arctic Long Sequence Training's ``UlyssesSPAttentionHF`` runs it under DeepSpeed ZeRO: each
+        rank keeps seq / cp tokens outside the attention; four all-to-alls per layer (q, k, v, output) hand each rank
+        the whole sequence for heads / cp heads; ``formulas/context_parallel.py`` eqs. U1-U3).
     activation_offload: saved activations copied to pinned host memory in the forward and brought back in the
         backward (torchtune ``OffloadActivations``; ``formulas/activation_offload.py``).
     tiled_mlp: each dense gated (SwiGLU) MLP runs over ceil(seq / hidden) sequence shards and keeps only its input
@@ -903,6 +912,7 @@ class TrainingWorkload:
     fsdp2_units: str = "largest-two"
     fsdp1_lora_wrap: str = "adapters-apart"
     context_parallel: int = 1
+    cp_kind: str = "ring"
     activation_offload: bool = False
     tiled_mlp: bool = False
     float8: bool = False
@@ -1077,10 +1087,14 @@ class TrainingWorkload:
                 raise InputError(f"{flag}: {not_true_or_false(getattr(self, flag))}")
         if not isinstance(self.tiled_mlp, bool):
             raise InputError(f"tiled_mlp: {not_true_or_false(self.tiled_mlp)}")
-        if self.tiled_mlp and (self.method != "full" or self.tp > 1 or self.kernels != "pytorch"
+        # kernels liger runs beside it: ArcticTraining turns Liger's SwiGLU off under tiled_mlp_compute and keeps
+        # Liger's RMSNorm, RoPE and fused loss (snowflakedb/ArcticTraining @5885b9f8 model/liger_factory.py L41-50,
+        # ``swiglu=False``), so the tiled MLP is PyTorch's (eqs. TM1/TM2 replace LG2/A3l, formulas/liger_kernels.py)
+        if self.tiled_mlp and (self.method != "full" or self.tp > 1 or self.kernels == "unsloth"
                                or self.precision in MEGATRON_PRECISIONS):
             raise InputError("tiled_mlp (DeepSpeed TiledMLP, as ArcticTraining applies it) is modelled for full "
-                             "fine-tuning with the PyTorch MLP, no tensor parallelism and no megatron precision")
+                             "fine-tuning with the PyTorch MLP (kernels pytorch or liger), no tensor parallelism and "
+                             "no megatron precision")
         if self.activation_offload and self.checkpoint_offload:
             raise InputError("give activation_offload (torchtune: every saved activation to host memory) or "
                              "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")
@@ -1114,7 +1128,21 @@ class TrainingWorkload:
             raise FieldError("gpus", also=("tp", "pp", "context_parallel"), message=(
                 f"gpus ({self.gpus}) must be a multiple of tp x pp x context_parallel ({self.tp} x {self.pp} x "
                 f"{self.context_parallel})"))
-        if self.context_parallel > 1:
+        if self.cp_kind == "ulysses":
+            # DeepSpeed's: beside ZeRO (ArcticTraining's recipes), not Megatron-Core's or FSDP; the heads' checks are
+            # the model's (estimate/training/setup.py)
+            why = ("context_parallel > 1" if self.context_parallel < 2 else
+                   f"not precision {self.precision} (Megatron-Core's context parallelism is its ring)"
+                   if self.precision in MEGATRON_PRECISIONS else
+                   "ZeRO, not fsdp (DeepSpeed's UlyssesSPAttentionHF)" if self.fsdp is not None else
+                   "no tp (ALST's Ulysses shards the heads over the cp ranks alone)" if self.tp > 1 else
+                   "fused attention: ulysses_sp.py @edaa7221 lines 461-466 refuse attn_implementation 'eager'"
+                   if self.attention == "eager" else
+                   f"seq_len a multiple of context_parallel ({self.context_parallel}; ulysses_sp.py @edaa7221 line "
+                   "698)" if self.seq_len % self.context_parallel else "")
+            if why:
+                raise InputError(f"cp_kind 'ulysses' (DeepSpeed-Ulysses) needs {why}")
+        elif self.context_parallel > 1:
             if self.cp_ring == "te-p2p":
                 # Megatron-Core's context parallelism beside its own DDP / distributed optimizer (the dp-cp group,
                 # formulas/context_parallel.py); Megatron FSDP is not modelled
@@ -1330,7 +1358,9 @@ class TrainingWorkload:
     def cp_ring(self) -> str:
         """Whose context parallelism (formulas/context_parallel.py): 'te-p2p' (Megatron-Core, TransformerEngine's
         P2P ring, cp_comm_type 'p2p') under the Megatron precisions, else 'torch' (torchtitan's, torch's ring
-        attention)."""
+        attention), or 'ulysses' where ``cp_kind`` says so (DeepSpeed-Ulysses' all-to-alls)."""
+        if self.cp_kind == "ulysses":
+            return "ulysses"
         return "te-p2p" if self.precision in MEGATRON_PRECISIONS else "torch"
 
     @property
@@ -1367,7 +1397,7 @@ _CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
     ("deepspeed_gather", DEEPSPEED_GATHERS), ("zero_grad", ZERO_GRADS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
     ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS), ("pipeline_split", PIPELINE_SPLITS),
-    ("fsdp1_lora_wrap", FSDP1_LORA_WRAPS), ("device", DEVICES),
+    ("fsdp1_lora_wrap", FSDP1_LORA_WRAPS), ("cp_kind", CP_KINDS), ("device", DEVICES),
     ("gpu_runtime", GPU_RUNTIMES))
 _CLOSED_ALLOWED = tuple(allowed for _, allowed in _CLOSED)
 _CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ...catalog.hardware import Device
 from ...errors import FieldError, InputError
-from ...formulas.context_parallel import TE_CP_SOURCE
+from ...formulas.context_parallel import TE_CP_SOURCE, ULYSSES_SOURCE
 from ...formulas.float8_training import (
     FP8_PARAM_SOURCE,
     MXFP8_BLOCK,
@@ -926,10 +926,19 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             formula += (f" + TransformerEngine's P2P ring over {w.context_parallel} ranks: two [2, K/V] send / "
                         "receive buffers (K/V and dK/dV) and the dq buffer (eq. CP5)")
             src += "; formulas/context_parallel.py p2p_ring_backward_bytes (" + TE_CP_SOURCE + ")"
+        elif name == "backward_transient" and w.cp_ring == "ulysses":
+            formula += (f" + DeepSpeed-Ulysses over {w.context_parallel} ranks: the all-to-alls of the q, k, v gradients "
+                        "(the replicated K/V gradients' excess, one gradient's send and receive buffers in flight; eq. U2)")
+            src += "; formulas/context_parallel.py ulysses_backward_bytes (" + ULYSSES_SOURCE + ")"
         elif name == "backward_transient" and w.context_parallel > 1:
             formula += (f" + ring attention over {w.context_parallel} ranks: K/V gathered from all ranks, fp32 dq/dk/dv "
                         "accumulators and the rotating dK/dV buffer")
             src += "; formulas/context_parallel.py (torch _context_parallel/_attention.py)"
+        if name == "ring_attention_forward" and w.cp_ring == "ulysses":
+            formula = ("context parallelism (DeepSpeed-Ulysses): one layer's all-to-all buffers, q, k, v exchanged "
+                       "to the whole sequence for heads / cp heads beside the local ones, one tensor's send and "
+                       "receive buffers in flight (eq. U1), live while the last layer's attention runs")
+            src = "formulas/context_parallel.py ulysses_forward_bytes (" + ULYSSES_SOURCE + ")"
         if name == "ring_attention_forward" and w.cp_ring == "te-p2p":
             formula = ("context parallelism: one layer's P2P ring-attention forward receive buffers (the local K/V "
                        f"and the {w.context_parallel - 1} received, held to the forward's end; eq. CP4), live while "

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ...catalog.hardware import Device
 from ...errors import DeviceCannotRunError, FieldError, InputError, NotModelledError
 from ...formulas import liger_kernels, unsloth_kernels
-from ...formulas.context_parallel import local_tokens
+from ...formulas.context_parallel import local_tokens, ulysses_refusal
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.float8_training import TE_RECIPES
 from ...formulas.lora import (
@@ -105,6 +105,7 @@ _WHY = {
     "fsdp1_lora_wrap": ("every LoRA matrix its own FSDP1 unit (torchtune lora_fsdp_wrap_policy, PEFT "
                         "fsdp_auto_wrap_policy): frozen layer units without gradients"),
     "context_parallel": "each sequence on one device (no context parallelism)",
+    "cp_kind": "ring attention (K/V passed round the ranks; formulas/context_parallel.py)",
     "activation_offload": "saved activations stay on the device",
     "tiled_mlp": "each MLP runs over the whole sequence at once, keeping its [tokens, intermediate] tensors",
     "float8": "bf16 linears (no torchao float8)",
@@ -634,6 +635,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     if w.grad_checkpointing == "full":
         record_workload(w, acc, ("checkpoint_offload", "checkpoint_impl"))
     record_workload(w, acc, ("compile", "activation_offload", "tiled_mlp", "float8", "context_parallel"))
+    if w.context_parallel > 1:
+        record_workload(w, acc, ("cp_kind",))
     if w.float8:
         record_workload(w, acc, ("float8_recipe",))
         if w.precision in MEGATRON_PRECISIONS and w.float8_recipe in TE_RECIPES:
@@ -687,6 +690,15 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         raise InputError(f"context_parallel {w.context_parallel}: {spec.name} has {spec.recurrent_layer_count} "
                          f"recurrent ({spec.recurrent.kind if spec.recurrent else 'linear-attention'}) layers, and "
                          "torchtitan's context parallelism (ring attention over SDPA) has no rule for them")
+
+    if w.cp_kind == "ulysses":  # DeepSpeed's UlyssesSPAttentionHF checks the heads (formulas/context_parallel.py)
+        refusal = ("its attention is multi-head latent attention, whose heads UlyssesSPAttentionHF's fixed q/k/v "
+                   "shapes do not describe" if spec.mla is not None else
+                   "it is an encoder-decoder model" if spec.encoder_decoder is not None else
+                   ulysses_refusal(spec.num_heads, spec.num_kv_heads, w.context_parallel))
+        if refusal:
+            raise InputError(f"cp_kind 'ulysses' with context_parallel {w.context_parallel} on {spec.name}: {refusal} "
+                             "(DeepSpeed ulysses_sp.py @edaa7221 lines 145-150)")
 
     # weights of the model
     if w.method == "full":

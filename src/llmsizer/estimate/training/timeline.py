@@ -37,6 +37,9 @@ from ...formulas.context_parallel import (
     p2p_ring_forward_bytes,
     ring_attention_backward_bytes,
     ring_attention_forward_bytes,
+    ulysses_backward_bytes,
+    ulysses_forward_bytes,
+    ulysses_kv_width,
 )
 from ...formulas.deepspeed_zero import (
     gather_copy_bytes,
@@ -263,7 +266,18 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # formulas/context_parallel.py)
     # ... and those a layer's attention forward holds while it runs (the "forward, last layer attention" moment)
     extra_transient = ring_forward = ring_inputs = 0
-    if w.context_parallel > 1:
+    ulysses_kv: Term | None = None  # eq. U0's replicated K/V excess, a saved term of each attention layer
+    if w.cp_ring == "ulysses":  # DeepSpeed-Ulysses: all-to-alls, no ring (eqs. U0-U2)
+        q_w, k_w, v_w, o_w = _head_dims(spec)
+        k_r, v_r = (ulysses_kv_width(x, spec.num_kv_heads, w.context_parallel) for x in (k_w, v_w))
+        extra_transient += ulysses_backward_bytes(act.tokens, q_w, k_r, v_r, k_w, v_w, act.compute)
+        ring_forward = ulysses_forward_bytes(act.tokens, q_w, k_r, v_r, act.compute)
+        ring_inputs = act.tokens * (q_w + k_w + v_w) * act.compute
+        if k_r > k_w:
+            ulysses_kv = Term("attention K/V replicated for Ulysses (eq. U0)", act.tokens * (k_r - k_w + v_r - v_w)
+                              * act.compute, f"{act.tokens} x ({k_r} - {k_w} + {v_r} - {v_w}) x {act.compute} B: "
+                              f"{spec.num_kv_heads} K/V heads < cp {w.context_parallel}")
+    elif w.context_parallel > 1:
         q_w, k_w, v_w, o_w = (_div(x, w.tp) for x in _head_dims(spec))
         if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
             k_w = v_w = q_w
@@ -331,6 +345,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                else layer_saved_terms(spec, i, act, k[3], input_grad=g_i))  # type: ignore[arg-type]
         if w.kernels == "liger":  # Liger's RMSNorm and SwiGLU/GeGLU keep less (formulas/liger_kernels.py)
             t_i = liger_kernels.layer_terms(spec, act, t_i)
+        if ulysses_kv is not None and any(x.name.startswith("attention q, k, v") for x in t_i):
+            t_i = (*t_i, ulysses_kv)
         if compile_partitions_layers(w):  # the min-cut partitioner's set (formulas/compiled_activations.py)
             t_i = compiled_layer_terms(spec, i, act, t_i)
         full_i = _sum(t_i)
