@@ -23,6 +23,7 @@ OTHER_TOOLS = {
     ("capacity import", "--scontrol", "--oneliner"),  # `scontrol show node --oneliner`
     # vllm serve --pipeline-parallel-size, sglang --pp-size: the engines' own flags that --pp stands for
     ("infer", "--pp", "--pipeline-parallel-size"), ("infer", "--pp", "--pp-size"),
+    ("infer", "--pp", "--fits-on"),  # "as recommend and models --fits-on take": another llmsizer command
     *((cmd, "--moe-dispatcher", "--moe-token-dispatcher-type") for cmd in ("train", "fit", "recommend")),
     *((cmd, "--ep-comm-overlap", "--overlap-moe-expert-parallel-comm")  # Megatron-LM's own flags
       for cmd in ("train", "fit", "recommend")),
