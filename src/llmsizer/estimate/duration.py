@@ -2129,6 +2129,22 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     ring_seconds=cp_ring[1], ring_exposed_seconds=cp_ring[2], comm_uncounted=uncounted)
 
 
+def _cp_exchange_bandwidth(w: TrainingWorkload, span: int, what: str, timed: str, link_bandwidth: float,
+                           network: Network | None, warnings: list[str]) -> tuple[float, bool]:
+    """The bandwidth a context-parallel exchange of ``span`` ranks runs at: the link inside a machine, or each
+    device's share of its machine's network where the ranks span machines (formulas/network.py eq. (8)); spanning
+    machines with no network given, the link inside one (a lower bound of the time, warned). With it: whether the
+    bandwidth is the network's share."""
+    g = min(w.gpus, w.gpus_per_node)
+    across = span > g
+    if across and network is None:
+        warnings.append(f"{what} spans machines of {g} (gpus_per_node) and no network between them is given: {timed} "
+                        "over the link inside a machine, a lower bound of its time")
+    if across and network is not None:
+        return device_share_of_node_bandwidth(network.bandwidth, g), True
+    return link_bandwidth, False
+
+
 def _ring_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: float, link_bandwidth: float | None,
                    network: Network | None, notes: list[Assumption], warnings: list[str]
                    ) -> tuple[float, float, float]:
@@ -2165,14 +2181,8 @@ def _ring_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: fl
         return _ulysses_exchange(spec, w, tokens, layers, again, compute, link_bandwidth, network, notes, warnings)
     v_f, v_b = (p2p_ring_exchange_bytes if te else ring_exchange_bytes)(tokens, k_w, v_w, w.context_parallel, compute,
                                                                         layers, again)
-    g = min(w.gpus, w.gpus_per_node)
-    across = w.tp * w.context_parallel > g
-    if across and network is None:
-        warnings.append(f"context parallelism {w.context_parallel} beside tp {w.tp} spans machines of {g} "
-                        "(gpus_per_node) and no network between them is given: its ring timed over the link inside a "
-                        "machine, a lower bound of its time")
-    bandwidth = device_share_of_node_bandwidth(network.bandwidth, g) if across and network is not None \
-        else link_bandwidth
+    bandwidth, across = _cp_exchange_bandwidth(w, w.tp * w.context_parallel, f"context parallelism {w.context_parallel} "
+                                       f"beside tp {w.tp}", "its ring timed", link_bandwidth, network, warnings)
     t_x = (v_f + v_b) / bandwidth
     exposed = ring_exposed_seconds(t_x, t_attn)
     rounds = w.context_parallel - 1
@@ -2188,7 +2198,7 @@ def _ring_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, t_attn: fl
                             f"formulas/context_parallel.py eq. (CP2): {t_x:.3g} s of exchange at "
                             f"{bandwidth / 1e9:.4g} GB/s ("
                             + ("each device's share of its machine's network: the CP ranks sit tp apart, on other "
-                               "machines" if across and network is not None else "the link inside a machine")
+                               "machines" if across else "the link inside a machine")
                             + f") against {t_attn:.3g} s of attention per micro-step, overlapped with the attention "
                             "kernels only (each step's transfer posted before its block attention, waited after)"))
     return v_f + v_b, t_x, exposed
@@ -2204,14 +2214,8 @@ def _ulysses_exchange(spec: ModelSpec, w: TrainingWorkload, tokens: int, layers:
     q_w, k_w, v_w, o_w = _head_dims(spec)
     k_r, v_r = (ulysses_kv_width(x, spec.num_kv_heads, w.context_parallel) for x in (k_w, v_w))
     v_f, v_b = ulysses_exchange_bytes(tokens, q_w, k_r, v_r, o_w, w.context_parallel, compute, layers, again)
-    g = min(w.gpus, w.gpus_per_node)
-    across = w.context_parallel > g
-    if across and network is None:
-        warnings.append(f"context parallelism {w.context_parallel} (Ulysses) spans machines of {g} (gpus_per_node) "
-                        "and no network between them is given: its all-to-alls timed over the link inside a machine, "
-                        "a lower bound of their time")
-    bandwidth = device_share_of_node_bandwidth(network.bandwidth, g) if across and network is not None \
-        else link_bandwidth
+    bandwidth, _ = _cp_exchange_bandwidth(w, w.context_parallel, f"context parallelism {w.context_parallel} (Ulysses)",
+                                       "its all-to-alls timed", link_bandwidth, network, warnings)
     t_x = (v_f + v_b) / bandwidth
     notes.append(Assumption("ulysses_all_to_all_bytes", v_f + v_b, True,
                             f"formulas/context_parallel.py eq. (U3): {layers} layers' q, k, v and output all-to-alls "
