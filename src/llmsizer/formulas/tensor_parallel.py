@@ -227,7 +227,7 @@ def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_si
     for t in _block_checked(spec, engine):
         in_f = t.shape[1]
         if t.role == _EXPERT_DOWN:
-            if weights == "compressed-tensors":
+            if weights == "compressed-tensors" or g >= in_f:  # (a group of the whole input: -1, one per column)
                 continue
             per, hidden, k = in_f // tp, t.shape[0], g
             while per % k or hidden % k:  # MoeWNA16.create_weights' loop: halve, then assert k >= 32
