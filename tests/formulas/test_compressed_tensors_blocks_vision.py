@@ -1,6 +1,6 @@
 """compressed-tensors configs under the engines' and the package's own rules (review40 D1, D3, D4).
 
-D1, FP8 blocks under tensor parallelism (formulas/tensor_parallel.py ``fp8_block_refusal``, eq. TP5, fed a
+D1, FP8 blocks under tensor parallelism (formulas/tensor_parallel.py ``quant_block_refusal``, eq. TP5, fed a
 compressed-tensors ``block`` group's ``block_structure``). Truth, written out from the engines' code:
 vllm 0.19.1 (PyPI wheel) compressed_tensors/schemes/compressed_tensors_w8a8_fp8.py:115-126 calls
 utils/fp8_utils.py:1425-1474 ``validate_fp8_block_shape`` for strategy BLOCK (row-parallel input per rank % block_k;
@@ -30,7 +30,7 @@ import pytest
 
 from llmsizer.errors import InputError
 from llmsizer.formulas.compressed_tensors import ct_config, ct_vision_check
-from llmsizer.formulas.tensor_parallel import fp8_block_refusal, fp8_block_served, serving_tensor_parallel_refusal
+from llmsizer.formulas.tensor_parallel import fp8_block_served, quant_block_refusal, serving_tensor_parallel_refusal
 from llmsizer.formulas.weight_formats import weight_bytes
 from llmsizer.models import load_model
 
@@ -91,7 +91,7 @@ def test_block_groups_are_refused_as_the_engines_refuse(name: str, engine: str, 
     for tp in (1, 2, 4, 8, 16, 32, 64):
         if cfg["num_attention_heads"] % tp:
             continue
-        assert (fp8_block_refusal(spec, tp, engine, "compressed-tensors") is None) == loads(cfg, block, tp), tp
+        assert (quant_block_refusal(spec, tp, engine, "compressed-tensors") is None) == loads(cfg, block, tp), tp
         if serving_tensor_parallel_refusal(spec, tp, engine) is None:  # heads fine: the blocks decide
             got = serving_tensor_parallel_refusal(spec, tp, engine, "compressed-tensors")
             assert (got is None) == loads(cfg, block, tp), tp
@@ -102,12 +102,12 @@ def test_the_reviews_case_768_and_experts_kept_16_bit() -> None:
     experts bf16 (vLLM then builds them unquantized: no block check) loads at TP 4."""
     cfg = json.loads((MODELS / "qwen3-30b-a3b.json").read_text())["config"]
     spec = with_quant("qwen3-30b-a3b", ct_block([128, 128]))
-    assert fp8_block_refusal(spec, 2, "vllm", "compressed-tensors") is None
-    why = fp8_block_refusal(spec, 4, "vllm", "compressed-tensors")
+    assert quant_block_refusal(spec, 2, "vllm", "compressed-tensors") is None
+    why = quant_block_refusal(spec, 4, "vllm", "compressed-tensors")
     assert why is not None and "192 per device" in why and "block_structure" in why
     kept = with_quant("qwen3-30b-a3b", ct_block([128, 128], ("lm_head", "re:.*mlp\\.experts\\..*")))
     assert loads(cfg, (128, 128), 4, experts=False)
-    assert fp8_block_refusal(kept, 4, "vllm", "compressed-tensors") is None
+    assert quant_block_refusal(kept, 4, "vllm", "compressed-tensors") is None
     other = with_quant("qwen3-30b-a3b", {**ct_block([128, 128]), "config_groups": {"group_0": {
         "targets": ["Linear"], "weights": {**FP8, "strategy": "channel"}}}})
     assert not fp8_block_served(other, "compressed-tensors")  # a channel-wise fp8 config has no blocks

@@ -1,4 +1,4 @@
-"""An FP8-block checkpoint shards only into whole blocks (formulas/tensor_parallel.py ``fp8_block_refusal``, eq. TP5).
+"""An FP8-block checkpoint shards only into whole blocks (formulas/tensor_parallel.py ``quant_block_refusal``, eq. TP5).
 
 Truth: vLLM's and SGLang's load-time checks written out here from their source, applied to the layer shapes their
 model code builds from each checkpoint's own config.json (the catalog rows' ``config``, not llmsizer's tensors):
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from llmsizer.formulas.tensor_parallel import fp8_block_refusal, serving_tensor_parallel_refusal
+from llmsizer.formulas.tensor_parallel import quant_block_refusal, serving_tensor_parallel_refusal
 from llmsizer.models import load_model
 
 MODELS = Path(__file__).resolve().parents[2] / "src/llmsizer/catalog/data/models"
@@ -78,7 +78,7 @@ def test_refusals_are_the_engines_checks(name: str, engine: str) -> None:
     for tp in (1, 2, 4, 8, 16, 32, 64):
         if cfg["num_attention_heads"] % tp:
             continue
-        refused = fp8_block_refusal(spec, tp, engine) is not None
+        refused = quant_block_refusal(spec, tp, engine) is not None
         assert refused == (not engine_loads(cfg, tp, engine)), (name, engine, tp)
         seen.add(refused)
     assert seen == {True, False}  # each model has a degree either side
@@ -88,9 +88,9 @@ def test_minimax_m2_7_at_tp_8_is_the_users_error() -> None:
     """1536 / 8 = 192: vLLM's "output_size of gate's and up's weight = 192 is not divisible by weight quantization
     block_n = 128"; TP 4 (384 = 3 x 128) loads; the refusal names expert parallelism as not modelled."""
     spec = load_model("minimax-m2.7")
-    why = fp8_block_refusal(spec, 8, "vllm")
+    why = quant_block_refusal(spec, 8, "vllm")
     assert why is not None and "192 per device" in why and "128" in why and "expert parallelism" in why
-    assert fp8_block_refusal(spec, 4, "vllm") is None
+    assert quant_block_refusal(spec, 4, "vllm") is None
     # the serving rule refuses it only at the format that has blocks
     assert serving_tensor_parallel_refusal(spec, 8, "vllm", "fp8-block") == why
     assert serving_tensor_parallel_refusal(spec, 8, "vllm", "bf16") is None
@@ -103,6 +103,6 @@ def test_a_bf16_checkpoint_named_fp8_block_takes_128_blocks() -> None:
     does not."""
     spec = load_model("qwen3-30b-a3b")
     assert spec.moe is not None and spec.moe.expert_intermediate_size == 768
-    assert fp8_block_refusal(spec, 2, "vllm") is None
-    assert "192 per device" in str(fp8_block_refusal(spec, 4, "vllm"))
-    assert fp8_block_refusal(spec, 4, "transformers") is None  # the rule is vLLM's and SGLang's
+    assert quant_block_refusal(spec, 2, "vllm") is None
+    assert "192 per device" in str(quant_block_refusal(spec, 4, "vllm"))
+    assert quant_block_refusal(spec, 4, "transformers") is None  # the rule is vLLM's and SGLang's

@@ -26,8 +26,8 @@ from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import (
     FP8_BLOCK_ENGINES,
-    fp8_block_refusal,
-    fp8_block_served,
+    QUANT_SHARD_FORMATS,
+    quant_block_refusal,
     serving_tensor_parallel_refusal,
     transformers_tensor_parallel_refusal,
 )
@@ -217,12 +217,13 @@ def worst_copy_machines(devices: int, per_node: int, copies: int) -> int:
 
 
 def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int, engine: str = "vllm",
-                            weights: str | None = None) -> list[int]:
+                            weights: str | None = None, group_size: int | None = None) -> list[int]:
     """The tensor-parallel degrees ``fit`` may take for ``spec`` on ``count`` devices, in the order it sizes them.
     Each t divides ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards
     ``spec`` over (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t,
     the KV heads split or replicate evenly; ``weights`` the format ``engine`` runs: fp8-block's shards whole blocks,
-    ``fp8_block_refusal``). First those within one machine of ``per_node`` devices, largest first
+    a group format's whole groups of ``group_size``, else the checkpoint's, ``quant_block_refusal``). First those
+    within one machine of ``per_node`` devices, largest first
     (the largest needs the least memory per device of those on one machine's links; ``fit`` takes the fastest of
     them that fits, ``fastest_first``); then those spanning machines, smallest first (their all-reduces cross the
     network every layer), for a model one machine does not hold: ``fit`` takes the first of them that fits. A model
@@ -231,7 +232,7 @@ def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int, engine: 
         return [1]
     eng, fmt = (engine, weights) if engine in FP8_BLOCK_ENGINES else ("vllm", None)
     ways = [t for t in range(1, min(count, spec.num_heads) + 1)
-            if count % t == 0 and serving_tensor_parallel_refusal(spec, t, eng, fmt) is None] or [1]
+            if count % t == 0 and serving_tensor_parallel_refusal(spec, t, eng, fmt, group_size) is None] or [1]
     return [t for t in reversed(ways) if t <= per_node] + [t for t in ways if t > per_node]
 
 
@@ -249,8 +250,8 @@ class ServingLayout(NamedTuple):
     # hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
     pipeline: int = 1
 
-    def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int, weights: str | None = None
-                                ) -> list[int]:
+    def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int, weights: str | None = None,
+                                group_size: int | None = None) -> list[int]:
         """The degrees ``fit`` may take on this layout: 1 for replicas apart or llama.cpp (a split over one
         machine's GPUs, or one GPU a copy: it runs no tensor parallelism) or a model transformers has no
         tensor-parallel plan for (``formulas/tensor_parallel.transformers_tensor_parallel_refusal``), else
@@ -258,7 +259,7 @@ class ServingLayout(NamedTuple):
         if self.apart or self.split or self.engine == "llamacpp" or (
                 self.engine == "transformers" and transformers_tensor_parallel_refusal(spec) is not None):
             return [1]
-        return tensor_parallel_options(spec, count, per_node, self.engine, weights)
+        return tensor_parallel_options(spec, count, per_node, self.engine, weights, group_size)
 
     def replicas(self, count: int, tp: int) -> int:
         """Copies of the model on ``count`` devices at tensor parallelism ``tp``: count / the GPUs of one llama.cpp
@@ -268,19 +269,20 @@ class ServingLayout(NamedTuple):
 
 def served_format(spec: ModelSpec, engine: str, weights: str | None) -> str | None:
     """The weight format ``engine`` runs ``spec`` in (formats.py ``engine_weights``: ``weights`` given, else the
-    checkpoint's) where a tensor-parallel degree depends on it (``FP8_BLOCK_ENGINES``: fp8-block's whole blocks),
-    else None."""
+    checkpoint's) where a tensor-parallel degree depends on it (``FP8_BLOCK_ENGINES``: fp8-block's whole blocks, a
+    group format's whole groups), else None."""
     return engine_weights(spec, engine, weights).fmt if engine in FP8_BLOCK_ENGINES else None
 
 
-def block_skipped(spec: ModelSpec, count: int, engine: str, weights: str | None) -> str | None:
-    """The line ``fit`` says where ``fp8_block_refusal`` takes a degree out of ``tensor_parallel_options`` (the
+def block_skipped(spec: ModelSpec, count: int, engine: str, weights: str | None, group_size: int | None = None
+                  ) -> str | None:
+    """The line ``fit`` says where ``quant_block_refusal`` takes a degree out of ``tensor_parallel_options`` (the
     largest one the heads' rules allow on ``count`` devices, the refusal's own words), else None."""
-    if engine not in FP8_BLOCK_ENGINES or not fp8_block_served(spec, weights) or one_device_serving(spec):
+    if weights not in QUANT_SHARD_FORMATS or engine not in FP8_BLOCK_ENGINES or one_device_serving(spec):
         return None
     for t in range(min(count, spec.num_heads), 1, -1):
         if count % t == 0 and serving_tensor_parallel_refusal(spec, t, engine) is None:
-            why = fp8_block_refusal(spec, t, engine, weights)
+            why = quant_block_refusal(spec, t, engine, weights, group_size)
             if why is not None:
                 return f"{why} (layouts of tensor_parallel {t} skipped)"
     return None
@@ -1216,7 +1218,8 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     pp = int(workload.get("pipeline_parallel") or 1)  # stages given: each degree's replicas of t x pp devices
     if n % pp:
         return None  # (fit refuses it with its own line)
-    options = layout.tensor_parallel_options(spec, n // pp, per_node, served_format(spec, eng, kw.get("weights")))
+    options = layout.tensor_parallel_options(spec, n // pp, per_node, served_format(spec, eng, kw.get("weights")),
+                                             workload.get("group_size"))
     within = [t for t in options if t <= per_node]
     if len(options) < 2:
         return None
@@ -1753,8 +1756,11 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     # the stages given without a degree: fit chooses each stage's among those whose replicas of t x pp devices fill
     # the count (the options of count / pp: t divides it exactly when t x pp divides the count), by its one rule
     runs = served_format(spec, eng, weights)
-    tp_options = [pinned] if pinned is not None else layout.tensor_parallel_options(spec, n // pp, per_node, runs)
-    skipped = block_skipped(spec, n // pp, eng, runs) if pinned is None and not (layout.apart or split) else None
+    given_group = workload.get("group_size")  # a group format's group given (else the checkpoint's)
+    tp_options = ([pinned] if pinned is not None
+                  else layout.tensor_parallel_options(spec, n // pp, per_node, runs, given_group))
+    skipped = (block_skipped(spec, n // pp, eng, runs, given_group)
+               if pinned is None and not (layout.apart or split) else None)
     if skipped is not None:
         warnings.append(skipped)
     if instance is not None:

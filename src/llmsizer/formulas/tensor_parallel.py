@@ -7,8 +7,9 @@ heads than devices they are replicated (vLLM ``get_num_kv_heads``: max(1, num_kv
 latent cache is one shared "head" and is replicated on every device. vLLM and SGLang hold the K/V projection
 weights of that head the same way (``QKVParallelLinear``: ``kv_projection_share``, eq. TP3), and a copy of
 Mamba-2's one B/C group on every rank (eq. TP4): ``replica_shares``. An FP8-block checkpoint shards only into whole
-blocks of its ``weight_block_size`` (eq. TP5: every sharded linear's split dimension per rank a multiple of the block;
-``fp8_block_refusal``, one of the degrees ``serving_tensor_parallel_refusal`` refuses).
+blocks of its ``weight_block_size`` (eq. TP5: every sharded linear's split dimension per rank a multiple of the block),
+a GPTQ/AWQ/compressed-tensors group checkpoint only into whole groups (``quant_block_refusal``, one of the degrees
+``serving_tensor_parallel_refusal`` refuses).
 
 A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
 role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
@@ -50,6 +51,7 @@ from .weight_formats import (
     correction_bias_bytes,
     engine_tensor_bytes,
     normalize_format,
+    spec_ct_config,
     tensor_bytes,
 )
 
@@ -63,8 +65,8 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
                          f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
 
 
-def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str | None = None
-                                    ) -> str | None:
+def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str | None = None,
+                                    group_size: int | None = None) -> str | None:
     """Why vLLM (and SGLang, whose QKVParallelLinear is the same) will not shard ``spec`` ``tp`` ways, or None.
 
     vllm 0.19.1 (PyPI wheel): the attention heads must divide by tp (vllm/config/model.py:1110-1116, "Total number of
@@ -74,8 +76,9 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     An MLA model's latent cache is one shared head, replicated on every device (no KV-head rule). A Mamba-2 mixer's
     groups must divide by tp unless there is one (formulas/recurrent_state.py ``mamba2_groups_refusal``: vLLM and
     SGLang shard the mixer; ``engine`` another, whose tensor parallelism leaves the mixer whole: no group rule).
-    ``weights`` the format the engine runs: fp8-block also needs every shard whole in FP8 blocks
-    (``fp8_block_refusal``)."""
+    ``weights`` the format the engine runs: fp8-block also needs every shard whole in FP8 blocks, a group format
+    (gptq/awq, compressed-tensors pack-quantized groups; ``group_size`` the workload's) whole groups
+    (``quant_block_refusal``)."""
     groups = mamba2_layout_refusal(spec, tp, engine)
     if groups is not None:
         return groups
@@ -85,7 +88,7 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     if spec.mla is None and kv % tp and tp % kv:
         return (f"tensor_parallel {tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name} "
                 "(vLLM splits KV heads evenly or replicates them evenly)")
-    return fp8_block_refusal(spec, tp, engine, weights) if fp8_block_served(spec, weights) else None
+    return quant_block_refusal(spec, tp, engine, weights, group_size) if weights in QUANT_SHARD_FORMATS else None
 
 
 # FP8 block quantization (DeepSeek-V3 ``quantization_config.weight_block_size`` [block_n, block_k]: one scale per
@@ -103,6 +106,8 @@ _MERGED_COLUMN = frozenset({"ffn_gate", "ffn_up", "ffn_shexp_gate", "ffn_shexp_u
 # the fused routed experts (FusedMoE w13 / w2): their intermediate split tp ways
 _EXPERT_DOWN = "ffn_exps_down"
 FP8_BLOCK_ENGINES = ("vllm", "sglang")
+# the formats whose shards ``quant_block_refusal`` checks: fp8-block's blocks, the group formats' groups
+QUANT_SHARD_FORMATS = ("fp8-block", "gptq-int4", "gptq-int8", "awq-int4", "compressed-tensors")
 
 
 def _ct_fp8_block(s: CTScheme | None) -> bool:
@@ -113,7 +118,7 @@ def _ct_fp8_block(s: CTScheme | None) -> bool:
 
 def fp8_block_served(spec: ModelSpec, weights: str | None) -> bool:
     """Whether ``weights``, the format an engine runs ``spec`` in, stores FP8 blocks, so eq. TP5
-    (``fp8_block_refusal``) applies: ``fp8-block`` (quant_method fp8 with weight_block_size), or ``compressed-tensors``
+    (``quant_block_refusal``) applies: ``fp8-block`` (quant_method fp8 with weight_block_size), or ``compressed-tensors``
     whose config has a float 8-bit ``block`` group (the same blocks under ``block_structure``)."""
     if weights == "fp8-block":
         return True
@@ -132,14 +137,39 @@ def fp8_block_size(spec: ModelSpec) -> tuple[int, int]:
     return FP8_BLOCK_DEFAULT
 
 
-def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str | None = "fp8-block"
-                      ) -> str | None:
-    """Why vLLM or SGLang will not load ``spec``'s FP8-block weights sharded ``tp`` ways, or None (eq. TP5).
-    ``weights`` the format the engine runs (``fp8_block_served``): ``fp8-block``, or ``compressed-tensors``, whose
-    float 8-bit ``block`` groups are checked tensor by tensor with the group's ``block_structure`` [block_n, block_k]
-    (the tensors another group or ``ignore`` takes are not).
+# Group-quantized formats (one scale per ``group_size`` input columns of a row) whose shards vLLM and SGLang check
+GROUP_SHARD_FORMATS = ("gptq-int4", "gptq-int8", "awq-int4")
+# MoeWNA16's smallest group (it halves the checkpoint's group until the shard's experts divide by it; below: refused)
+MOE_WNA16_MIN_GROUP = 32
 
-    Each shard must hold whole blocks (block_n, block_k = ``fp8_block_size``), for every sharded linear:
+
+def shard_group_size(spec: ModelSpec, weights: str | None, group_size: int | None = None) -> int | None:
+    """The group a ``weights`` shard must hold whole inputs of (``quant_block_refusal``), or None where none applies:
+    gptq/awq, ``group_size`` given (the workload's), else the checkpoint's own (weight_formats ``stored_format``, -1:
+    one group per column) where it is that format, else ``GROUP_SIZE_DEFAULT``; compressed-tensors, its pack-quantized
+    int group scheme's group_size (strategy 'group')."""
+    if weights in GROUP_SHARD_FORMATS:
+        if group_size is not None:
+            return group_size
+        stored = str(spec.quantization_config.get("quant_method", "")).lower()
+        if stored in ("gptq", "awq"):
+            q = spec.quantization_config
+            gs = int(q.get("group_size", q.get("q_group_size", GROUP_SIZE_DEFAULT)) or GROUP_SIZE_DEFAULT)
+            return gs if gs > 0 else None
+        return GROUP_SIZE_DEFAULT
+    if weights == "compressed-tensors" and spec.quantization_config:
+        return next((int(s.group_size) for s in spec_ct_config(spec).schemes
+                     if s.format == "pack-quantized" and s.type == "int" and s.strategy == "group"
+                     and s.group_size and s.group_size > 0), None)
+    return None
+
+
+def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str = "fp8-block",
+                        group_size: int | None = None) -> str | None:
+    """Why vLLM or SGLang will not load ``spec``'s ``weights`` sharded ``tp`` ways, or None (eq. TP5): each shard holds
+    whole quantization blocks (fp8-block) or whole groups (gptq/awq, compressed-tensors pack-quantized groups).
+
+    fp8-block, block_n x block_k = ``fp8_block_size``, for every sharded linear:
 
     - row-parallel (o_proj, down_proj; tp > 1): input columns per rank in / tp a multiple of block_k;
     - column-parallel alone (MLA's q_b_proj, kv_b_proj; tp > 1): output rows per rank out / tp a multiple of block_n;
@@ -167,10 +197,29 @@ def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: s
     (compressed_tensors/schemes/compressed_tensors_w8a8_fp8.py:79-91; fp8_utils.py:2852-2893, every merged
     partition checked), its MoE scheme the experts (compressed_tensors/schemes/compressed_tensors_w8a8_fp8_moe.py:97-121).
     So a compressed-tensors block checkpoint is checked as SGLang checks fp8-block, on both engines.
-    Not checked: the merged QKV partitions on SGLang (and on vLLM for compressed-tensors), vLLM's merged-layer check
-    at tp 1, and recurrent (linear-attention) projections."""
+
+    Group formats, group g = ``shard_group_size`` (None: no rule):
+
+    - row-parallel (tp > 1, g < in): input columns per rank in / tp a multiple of g. Marlin's check
+      (``verify_marlin_supports_shape``: "input_size_per_partition ... is not divisible by group_size", with
+      output % min_thread_n 64 and input % min_thread_k 128) only picks the kernel: vLLM/SGLang fall back to the
+      plain AWQ/GPTQ kernels (vllm quantization/awq_marlin.py:271-278, gptq_marlin via its kernel choice), whose
+      create_weights refuses the same group split: vllm 0.19.1 quantization/awq.py:185-196, gptq.py:250-255
+      ("This can be caused by too large tensor parallel size"), compressed_tensors/schemes/compressed_tensors_wNa16.py
+      :130 (assert), utils/marlin_utils.py:189; sglang 0.5.23 srt/layers/quantization/awq/schemes/awq_linear.py:39,
+      gptq/schemes/gptq_linear.py:47, compressed_tensors/schemes/compressed_tensors_wNa16.py:128, marlin_utils.py:187.
+    - fused routed experts (gptq/awq): Marlin MoE needs I/tp % max(64, g) (vllm utils/marlin_utils.py:229-246,
+      sglang marlin_utils.py:227-250), else both fall back to MoeWNA16 (vllm awq_marlin.py:291-297,
+      gptq_marlin.py:247-253; sglang awq/awq.py:383-388), which halves g until I/tp and hidden divide by it and
+      asserts g >= 32 (vllm quantization/moe_wna16.py:241-245, sglang moe_wna16.py:276-279): refused only there.
+      MiniMax-M2.7 at TP 8 (I 1536: 192 per rank) loads through MoeWNA16 at group 64. compressed-tensors' experts
+      (vllm CompressedTensorsWNA16MoEMethod) state no such check: not refused here.
+    Not checked: the merged QKV partitions on SGLang (fp8-block), column-parallel packing (output % 8), act-order
+    (desc_act) checkpoints, and recurrent (linear-attention) projections."""
     if engine not in FP8_BLOCK_ENGINES:
         return None
+    if not fp8_block_served(spec, weights):
+        return _group_refusal(spec, tp, engine, weights, group_size)
     cfg = ct_config(spec.name, spec.quantization_config) if weights == CT_METHOD else None
     who = "vLLM" if engine == "vllm" else "SGLang"
     block_n, block_k = fp8_block_size(spec)
@@ -207,9 +256,38 @@ def fp8_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: s
     return None
 
 
+def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_size: int | None) -> str | None:
+    """``quant_block_refusal`` for a group format (its docstring: row-parallel inputs whole groups per rank; gptq/awq
+    experts within MoeWNA16's halved groups)."""
+    g = shard_group_size(spec, weights, group_size)
+    if g is None or g <= 0:
+        return None
+    who = "vLLM" if engine == "vllm" else "SGLang"
+    for t in _block_checked(spec, engine):
+        in_f = t.shape[1]
+        if t.role == _EXPERT_DOWN:
+            if weights == "compressed-tensors" or g >= in_f:  # (a group of the whole input: -1, one per column)
+                continue
+            per, hidden, k = in_f // tp, t.shape[0], g
+            while per % k or hidden % k:  # MoeWNA16.create_weights' loop: halve, then assert k >= 32
+                k //= 2
+                if k < MOE_WNA16_MIN_GROUP:
+                    break
+            if k < min(g, MOE_WNA16_MIN_GROUP) or in_f % tp:
+                return (f"tensor_parallel {tp} splits the {in_f}-wide routed-expert intermediate of {spec.name} into "
+                        f"{in_f / tp:g} per device, whole groups of no size from its {weights} group {g} down to "
+                        f"{MOE_WNA16_MIN_GROUP}: {who} refuses to load it (fused MoE Marlin, then MoeWNA16's group "
+                        "halving, eq. TP5): give a smaller tensor_parallel, or pipeline_parallel")
+        elif tp > 1 and t.role in _ROW_SPLIT and g < in_f and (in_f % tp or (in_f // tp) % g):
+            return (f"tensor_parallel {tp} splits the {in_f} input columns of {t.role} into {in_f / tp:g} per device, "
+                    f"not a multiple of {spec.name}'s {weights} group {g}: {who} refuses to load a shard of partial "
+                    "groups (row-parallel, eq. TP5): give a smaller tensor_parallel, or pipeline_parallel")
+    return None
+
+
 @lru_cache(maxsize=256)  # per spec, like model_tensors
 def _block_checked(spec: ModelSpec, engine: str) -> tuple[Tensor, ...]:
-    """One tensor of each (role, shape) of ``spec``'s decoder linears ``fp8_block_refusal`` checks on ``engine``:
+    """One tensor of each (role, shape) of ``spec``'s decoder linears ``quant_block_refusal`` checks on ``engine``:
     quantized (weight_formats ``QUANT_COMPONENTS``) and sharded (not ``replicated_matrix``)."""
     seen: dict[tuple[str, tuple[int, ...]], Tensor] = {}
     roles = _ROW_SPLIT | _MLA_COLUMN | _MERGED_COLUMN | {_EXPERT_DOWN}

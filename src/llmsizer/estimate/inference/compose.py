@@ -528,7 +528,7 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
         groups_refusal = mamba2_layout_refusal(spec, w.tensor_parallel, str(w.engine))
         if groups_refusal is not None:
             raise FieldError("tensor_parallel", groups_refusal)
-        kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel, str(w.engine), fmt)
+        kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel, str(w.engine), fmt, group)
         if kv_refusal is not None:
             raise InputError(kv_refusal)
         plan_refusal = transformers_tensor_parallel_refusal(spec) if w.engine == "transformers" else None
