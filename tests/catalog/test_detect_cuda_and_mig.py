@@ -109,10 +109,16 @@ def test_detected_h100_pair_gives_the_catalog_verdict_at_the_pool_edge(tmp_path:
     det = detect([out("nvidia-smi-query-gpu", CARDS[0][2])])
     f = tmp_path / "hw.json"
     f.write_text(json.dumps(det.document), "utf-8")
-    a, b = (fit("llama-3.1-70b", dev, count=2, engine="vllm", context=2048, concurrency=3,
+    # at TP 2 (pipeline_parallel 1: fit's free choice takes TP 1 x PP 2 here, whose pool holds 3, since fitpp)
+    a, b = (fit("llama-3.1-70b", dev, count=2, engine="vllm", context=2048, concurrency=3, pipeline_parallel=1,
                 gpu_memory_utilization=0.91, hardware_files=[f], fits_at=False) for dev in ("detected-h100-sxm", "h100-sxm"))
     assert b.fits is False  # the catalog card: the pool holds 2 of the 3
     assert (a.fits, a.reasons, a.memory_per_device) == (b.fits, b.reasons, b.memory_per_device)
+    # and fit's own layout choice is the same for both cards
+    a, b = (fit("llama-3.1-70b", dev, count=2, engine="vllm", context=2048, concurrency=3,
+                gpu_memory_utilization=0.91, hardware_files=[f], fits_at=False) for dev in ("detected-h100-sxm", "h100-sxm"))
+    assert (a.fits, a.pipeline_parallel, a.reasons, a.memory_per_device) == \
+        (b.fits, b.pipeline_parallel, b.reasons, b.memory_per_device)
 
 
 # ------------------------------------------------------------------------------------------------------------- MIG
