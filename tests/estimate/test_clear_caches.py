@@ -44,6 +44,9 @@ def _fill() -> None:
     format_ladder(load_model("qwen2.5-0.5b"), "vllm")  # a catalog search's weight formats
     # a ModelOpt NVFP4 checkpoint keeping layers in bf16 (formulas/modelopt_exclusions.py's matcher memos)
     llmsizer.estimate_inference("deepseek-v3.1-nvfp4", engine="vllm", device="b200", tensor_parallel=4)
+    # an FP8-block checkpoint's TP check (eq. TP5's linears per spec) and a LoRA reaching a vision tower's linears
+    llmsizer.estimate_inference("minimax-m2.7", engine="vllm", device="h200", tensor_parallel=4)
+    llmsizer.fit_training("qwen2.5-vl-7b-instruct", "h100-sxm", tokens=1e8, method="lora")
 
 
 def test_clear_caches_empties_every_memo_of_the_core() -> None:

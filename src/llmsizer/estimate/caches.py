@@ -64,9 +64,10 @@ def clear_caches(estimates_only: bool = False) -> None:
               tensor_parallel.whole_elements_by_component, tensor_parallel.plan_rank_shares,
               tensor_parallel.transformers_plan_collectives,  # per spec: the collectives of its plan
               tensor_parallel.head_replica_bytes, tensor_parallel.head_replica_elements, tensor_parallel.replica_shares,
+              tensor_parallel._block_checked,  # per spec and engine: the linears eq. TP5 checks
               lora.adapted_layout,
               lora.adapted_modules,
-              lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
+              lora._alike_modules, lora.adapted_roles, duration._adapted_linears, lora.vision_role_targets,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, parallelism.pipeline_stage_layers, model_parallel._layer_kind_loads,
               parallelism.interleaved_backward_states, parallelism.interleaved_forward_accumulating,
