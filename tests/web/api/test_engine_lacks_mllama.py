@@ -25,11 +25,17 @@ pytest.importorskip("fastapi")
 
 MODEL = "llama-3.2-11b-vision-instruct"
 LLAMACPP_ARCHS = {"llama", "llama4", "qwen2vl", "qwen3vl", "qwen3vlmoe", "gemma3", "gemma4"}  # excerpt, @00395eb2
+# Qwen3.5 / 3.6 (added after @00395eb2): text arches qwen35 / qwen35moe (LLM_ARCH_QWEN35 / LLM_ARCH_QWEN35MOE), and
+# convert_hf_to_gguf's conversion/qwen3vl.py registers Qwen3_5(Moe)ForConditionalGeneration with the Qwen3-VL
+# vision converter (projector qwen3vl_merger); read in the copy intel/auto-round vendors
+# (auto_round/export/export_to_gguf/conversion/qwen3vl.py:16, conversion/qwen.py:626)
+LLAMACPP_ARCHS |= {"qwen35", "qwen35moe"}
 LLAMACPP_PROJECTORS = {"qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "gemma3", "gemma4v", "llama4"}
 # each catalog family with images -> (llama.cpp architecture, projector) it converts to; None: llama.cpp has neither
 LLAMACPP_OF = {"gemma3": ("gemma3", "gemma3"), "gemma4": ("gemma4", "gemma4v"), "llama4": ("llama4", "llama4"),
                "qwen2_5_vl": ("qwen2vl", "qwen2.5vl_merger"), "qwen3_vl": ("qwen3vl", "qwen3vl_merger"),
-               "qwen3_vl_moe": ("qwen3vlmoe", "qwen3vl_merger"), "mllama": None}
+               "qwen3_vl_moe": ("qwen3vlmoe", "qwen3vl_merger"), "qwen3_5": ("qwen35", "qwen3vl_merger"),
+               "qwen3_5_moe": ("qwen35moe", "qwen3vl_merger"), "mllama": None}
 VLLM_PREVIOUSLY_SUPPORTED = {"MllamaForConditionalGeneration": "0.10.2"}  # the excerpt of the catalog's families
 
 
