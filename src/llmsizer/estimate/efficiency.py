@@ -1468,6 +1468,28 @@ FUSED_MOE_CALL_SECONDS = Factor(
 FUSED_MOE_EXPERT_SECONDS = Factor(
     "fused_moe_expert_seconds", 0.345e-6, 0.345e-6, 0.345e-6,
     "fitted with FUSED_MOE_STREAM_SHARE on FK01-FK06: the device time of each touched expert beyond its bytes")
+# The serving engines' chunked Gated DeltaNet prefill (vLLM / SGLang: flash-linear-attention's Triton
+# chunk_gated_delta_rule, copied into vllm/model_executor/layers/fla/ops/chunk.py chunk_gated_delta_rule_fwd L42-84
+# @044990c1: chunk_local_cumsum at chunk_size=64 (L53), kkt, solve_tril, recompute_w_u, the state scan
+# chunk_gated_delta_rule_fwd_h (L67: one program per head and value block walks the chunks in order), chunk_fwd_o):
+# formulas/speed.py eq. (17)'s time per layer call t_g and per chunk of the longest sequence t_ch. FITTED (least
+# squares, t = t_g + t_ch ceil(T / 64)) on GK01-GK03 of validation/gdn_chunk_kernel_times.csv (vLLM PR #38981's
+# published B200 times at Qwen3.5-397B-A17B's TP 8 shapes, 8 value heads per GPU, one sequence of 2048 / 4096 / 8192
+# tokens; each reproduced within 1 %); GK04-GK10 held out (several sequences in one call, 16 heads per GPU): within
+# 20 %, all but two within 12 %, the model low on each (tests/estimate/test_gdn_chunk_kernel.py re-derives both).
+# Kernel benchmarks, not serving rows: no TTFT is fitted. One fit, no spread claimed. The times are the call
+# measured alone (its eight Triton launches included): in a forward pass part of t_g may hide under the previous
+# layer's kernels; and B200 only: no published row times another GPU, so every GPU takes these figures (named in the
+# estimate's assumption).
+GDN_CHUNK_TOKENS = 64  # vLLM fla/ops/chunk.py L53 @044990c1 (chunk_local_cumsum(g, chunk_size=64))
+GDN_CHUNK_CALL_SECONDS = Factor(
+    "gdn_chunk_call_seconds", 130.5e-6, 130.5e-6, 130.5e-6,
+    "fitted: vLLM PR #38981 chunk_gated_delta_rule_fwd times on B200, Qwen3.5 TP 8 shapes, one sequence of "
+    "2048-8192 tokens (validation/gdn_chunk_kernel_times.csv GK01-GK03): the fixed time of one layer's call")
+GDN_CHUNK_STEP_SECONDS = Factor(
+    "gdn_chunk_step_seconds", 1.984e-6, 1.984e-6, 1.984e-6,
+    "fitted with GDN_CHUNK_CALL_SECONDS on GK01-GK03: the time per 64-token chunk of the longest sequence (the state "
+    "scan walks the chunks in order)")
 # the weight formats whose routed experts those kernels run (fp16 / bf16 and fp8 weights, per-tensor or block-wise);
 # other formats (MXFP4, NVFP4, AWQ / GPTQ int4, GGUF) run other MoE kernels no row here times
 FUSED_MOE_FORMATS = ("bf16", "fp16", "fp8", "fp8-block")
@@ -1660,6 +1682,12 @@ def fused_moe_kernel(engine: str | None, device_kind: str, weights_format: str, 
     roof's tau_k already holds the MLA + MoE layer's fused-MoE kernels)."""
     return engine in SERVING_ENGINES and device_kind == "gpu" and weights_format in FUSED_MOE_FORMATS \
         and not kernel_floor
+
+
+def gdn_chunk_kernel(engine: str | None, device_kind: str, recurrent_kind: str | None) -> bool:
+    """Whether a prefill's Gated DeltaNet layers are timed by formulas/speed.py eq. (17): a serving engine's (vLLM,
+    SGLang: both run flash-linear-attention's Triton chunk kernels) prefill on a GPU of a ``gated_deltanet`` mixer."""
+    return engine in SERVING_ENGINES and device_kind == "gpu" and recurrent_kind == "gated_deltanet"
 
 
 def decode_layer_overhead(device_kind: str, weights_format: str) -> Factor | None:

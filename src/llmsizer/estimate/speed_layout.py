@@ -17,7 +17,15 @@ from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, in
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.model_parallel_time import serving_pipeline_step
 from ..formulas.network import NCCL_TUNING_SOURCE, ring_bus_bandwidth
-from ..formulas.speed import PhaseTime, Roofline, host_overlapped_step, phase_roofline, phase_time, prefill_flops
+from ..formulas.speed import (
+    PhaseTime,
+    Roofline,
+    chunked_scan_seconds,
+    host_overlapped_step,
+    phase_roofline,
+    phase_time,
+    prefill_flops,
+)
 from ..formulas.tensor_parallel import (
     activation_split,
     kv_fraction_per_device,
@@ -279,6 +287,37 @@ def prefill_efficiency(s: SpeedSetup, p_flops: float, p_attn: float, assumptions
     return ce_p
 
 
+def gdn_prefill_seconds(s: SpeedSetup, lay: Layout, warnings: list[str]) -> float:
+    """formulas/speed.py eq. (17): a serving engine's chunked Gated DeltaNet scans over one prompt on a GPU
+    (efficiency.gdn_chunk_kernel; elsewhere 0), named in ``lay``'s assumptions; the warning names what the decode
+    step of those layers leaves out (their recurrent kernel timed by its state bytes only)."""
+    spec = s.spec
+    rec = spec.recurrent
+    if rec is None or not E.gdn_chunk_kernel(s.engine, s.device.kind, rec.kind):
+        return 0.0
+    layers = spec.recurrent_layer_count
+    call, step = E.GDN_CHUNK_CALL_SECONDS.expected, E.GDN_CHUNK_STEP_SECONDS.expected
+    t = chunked_scan_seconds(layers, s.prompt_tokens, E.GDN_CHUNK_TOKENS, call, step)
+    heads = rec.num_heads / max(1, lay.split.ways("mixer", lay.tp))
+    lay.assumptions.append(Assumption(
+        "gdn_chunk_scan", f"{layers} x ({call * 1e6:.1f} us + {-(-s.prompt_tokens // E.GDN_CHUNK_TOKENS)} chunks x "
+        f"{step * 1e6:.3f} us) = {t * 1e3:.2f} ms a prompt", True,
+        "formulas/speed.py eq. (17): the chunked Gated DeltaNet prefill (vLLM / SGLang flash-linear-attention "
+        "chunk_gated_delta_rule: its state scan walks the 64-token chunks in order), fitted on vLLM PR #38981's "
+        f"B200 kernel times at 8 value heads per GPU (validation/gdn_chunk_kernel_times.csv); here {heads:g} per GPU "
+        "and this GPU take the B200 figures (no published row times another); one call per layer over the whole "
+        "prompt, once per forward: a prompt longer than the engine's chunk budget, and the prompts of a burst prefilled "
+        "in steps of their own (formulas/speed_result eq. P1 counts it once), each pay the call again, not counted"))
+    warnings.append(
+        f"Gated DeltaNet decode: the {layers} recurrent layers' decode kernels (causal_conv1d_update, "
+        "fused_recurrent_gated_delta_rule / fused_sigmoid_gating_delta_rule_update) are timed by their state bytes at "
+        "the step's bandwidth share only; vLLM PR #31722's published B200 / H200 times of the recurrent kernel at "
+        "Qwen3-Next shapes (8 value heads per GPU, bf16 state) reach 0.27-0.52 of the datasheet bandwidth, so "
+        "the decode step may be longer than estimated (not modelled: no published row times the conv and gating "
+        "kernels)")
+    return t
+
+
 def prefill_phase(s: SpeedSetup, lay: Layout, wb_dev: WeightBytes,
                   warnings: list[str]) -> tuple[PhaseTime | None, Roofline | None, float, float]:
     """The prefill of one prompt (TTFT) on one device of the layout ``lay``: (its time, roofline, FLOPs, attention
@@ -329,7 +368,7 @@ def prefill_phase(s: SpeedSetup, lay: Layout, wb_dev: WeightBytes,
     if peak is not None or bw is not None:
         prefill = phase_time(rank_flops(lay, p_flops, p_attn, lay.rank_head, prompt_tokens, enc_flops), p_bytes,
                              peak, bw, ce_p, s.be, collective_seconds(s, lay.comm, prompt_tokens, 1),
-                             elementwise_seconds=t_ew)
+                             gdn_prefill_seconds(s, lay, warnings), elementwise_seconds=t_ew)
         if s.prefill_host:  # eq. K1: the forward's launches overlap its device work
             prefill = host_overlapped_step(prefill, s.prefill_host)
         if peak and bw:

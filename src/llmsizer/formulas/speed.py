@@ -331,6 +331,18 @@ share (the serving rows' calibrated share, which every weight byte of a real ste
 s_e describes the kernel benchmarks, not a step), and eq. (16)'s fixed terms, L_moe (t_call + n_e t_e), join eq.
 (7)'s t_o: what the fused-MoE kernel takes beyond its bytes. Where eq. (15)'s roof applies (MLA + MoE layers),
 the roof's tau_k was fitted on a whole layer's chain, its fused-MoE kernels included, and eq. (16) is not added.
+The chunked Gated DeltaNet scan. A serving engine prefills a Gated DeltaNet layer (Yang et al. 2024, arXiv
+2412.06464, section 3.3) with flash-linear-attention's chunked kernels: the prompt cut into chunks of C = 64 tokens,
+the intra-chunk products parallel over chunks and heads, and the state carried from chunk to chunk by a scan whose
+programs (one per head and value block, a few dozen on a GPU of 100+ SMs) walk the chunks in order. Its FLOPs are
+about 1 % of the layer's products; its time is that walk's, growing with the chunks of the longest sequence in the
+call, plus a fixed time per call (the launches of its kernels, and the parallel stages)::
+
+    t_gdn = L_gdn (t_g + t_ch ceil(T / C))                                                (17)
+
+L_gdn the Gated DeltaNet layers, T the prompt's tokens, t_g and t_ch fitted on published kernel times
+(estimate/efficiency.py GDN_CHUNK_*); added to the prefill beside eq. (3), as eq. (16)'s fixed terms are to a decode
+step.
 """
 
 from __future__ import annotations
@@ -781,6 +793,16 @@ def fused_moe_seconds(expert_bytes: float, bandwidth: float, stream_share: float
         raise InputError("fused_moe_seconds: bytes, layers, experts and seconds must be >= 0, bandwidth > 0, "
                          "stream_share in (0, 1]")
     return expert_bytes / (bandwidth * stream_share) + moe_layers * (call_seconds + experts_touched * expert_seconds)
+
+
+def chunked_scan_seconds(layers: int, tokens: int, chunk_tokens: int, call_seconds: float,
+                         chunk_seconds: float) -> float:
+    """Eq. (17): seconds of ``layers`` chunked Gated DeltaNet scans over a prompt of ``tokens`` in chunks of
+    ``chunk_tokens``: each layer's call ``call_seconds`` plus ``chunk_seconds`` per chunk [s]."""
+    if layers <= 0 or tokens <= 0:
+        return 0.0
+    _positive("chunk_tokens", chunk_tokens)
+    return layers * (call_seconds + chunk_seconds * math.ceil(tokens / chunk_tokens))
 
 
 def step_overhead(num_layers: int, seconds_per_layer: float) -> float:
