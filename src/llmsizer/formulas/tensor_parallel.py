@@ -97,12 +97,18 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
 FP8_BLOCK_DEFAULT = (128, 128)
 # The sharded linears a serving engine checks against the block (llmsizer roles, formulas/tensors.py):
 # row-parallel, input columns split (RowParallelLinear: o_proj, down_proj, the shared experts' down_proj)
-_ROW_SPLIT = frozenset({"attn_output", "ffn_down", "ffn_shexp_down"})
+_ROW_SPLIT = frozenset({"attn_output", "ffn_down", "ffn_shexp_down", "ssm_out"})
 # column-parallel alone, output rows split (MLA's q_b_proj / q_proj and kv_b_proj: ColumnParallelLinear,
 # vllm 0.19.1 vllm/model_executor/models/deepseek_v2.py:465-489)
 _MLA_COLUMN = frozenset({"attn_q", "attn_q_b", "attn_kv_b"})
 # merged column-parallel (gate_up_proj): each partition checked by SGLang, let through by vLLM (below)
 _MERGED_COLUMN = frozenset({"ffn_gate", "ffn_up", "ffn_shexp_gate", "ffn_shexp_up"})
+# the merged QKV partitions of a non-MLA attention (QKVParallelLinear: q per rank, K/V heads split or replicated)
+_QKV = frozenset({"attn_q", "attn_k", "attn_v"})
+# Gated DeltaNet's in_proj_qkvz (a merged column-parallel layer of partitions key, key, value, value) and a
+# recurrent mixer's out_proj (RowParallelLinear): sglang 0.5.23 srt/models/qwen3_next.py:168-175, :257-266,
+# qwen3_5.py:409-416, :635-652; vllm 0.19.1 vllm/model_executor/layers/mamba/gdn_linear_attn.py:265-318
+_SSM_IN, _SSM_OUT = "ssm_in", "ssm_out"
 # the fused routed experts (FusedMoE w13 / w2): their intermediate split tp ways
 _EXPERT_DOWN = "ffn_exps_down"
 FP8_BLOCK_ENGINES = ("vllm", "sglang")
@@ -214,8 +220,21 @@ def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights:
       asserts g >= 32 (vllm quantization/moe_wna16.py:241-245, sglang moe_wna16.py:276-279): refused only there.
       MiniMax-M2.7 at TP 8 (I 1536: 192 per rank) loads through MoeWNA16 at group 64. compressed-tensors' experts
       (vllm CompressedTensorsWNA16MoEMethod) state no such check: not refused here.
-    Not checked: the merged QKV partitions on SGLang (fp8-block), column-parallel packing (output % 8), act-order
-    (desc_act) checkpoints, and recurrent (linear-attention) projections."""
+    Merged layers (``_merged_partitions``: gate_up, a non-MLA qkv_proj with its K/V heads per rank, Gated DeltaNet's
+    in_proj_qkvz): SGLang checks every partition against block_n at any degree, tp 1 included (fp8.py:600-610:
+    ``len(output_partition_sizes) > 1``; only mimo_v2 and kimi_k3 pass skip_block_quant_check); vLLM's fp8-block lets
+    them through, its compressed-tensors blocks check all but the last partition at tp 1 (the same answer: the last
+    partition is as wide as one before it). A recurrent mixer's out_proj is row-parallel on both (vllm
+    layers/mamba/gdn_linear_attn.py:351-358, mamba_mixer2.py:456; sglang qwen3_next.py:257-266).
+    MoeWNA16's halved group also changes the experts' bytes per rank (``moe_wna16_extra_bytes``, eq. TP5b).
+    Not checked: Gated DeltaNet's in_proj_ba (num_v_heads / tp rows per partition, whole blocks at no degree: vLLM
+    notes "ba_proj doesn't support blockwise fp8 quantization", gdn_linear_attn.py:303; the checkpoints' ignore
+    lists are not modelled), column-parallel packing (gptq.py:256-262, awq: output per rank % 32 / bits, met by every
+    catalog layer at the degrees the heads allow), and GPTQ act-order (desc_act): gptq_marlin keeps every row-parallel
+    layer's scales whole on each rank (marlin_utils.py:272-278 ``marlin_repeat_scales_on_all_ranks``, gptq_marlin.py
+    :386-397) and, where Marlin's shape check fails, has no other kernel for a partitioned g_idx (Machete, Exllama,
+    AllSpark refuse it: kernels/linear/mixed_precision/machete.py:38-44, exllama.py:35-41, allspark.py:26-27);
+    the catalog holds no act-order checkpoint."""
     if engine not in FP8_BLOCK_ENGINES:
         return None
     if not fp8_block_served(spec, weights):
@@ -248,12 +267,45 @@ def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights:
             return (f"tensor_parallel {tp} splits the {in_f} input columns of {t.role} into {in_f / tp:g} per device, "
                     f"not a multiple of block_k {block_k} of {where} (row-parallel, eq. TP5): give a smaller "
                     "tensor_parallel, or pipeline_parallel")
-        elif tp > 1 and (t.role in _MLA_COLUMN and spec.mla is not None
-                         or t.role in _MERGED_COLUMN and merged) and (out_f % tp or (out_f // tp) % block_n):
+        elif tp > 1 and t.role in _MLA_COLUMN and spec.mla is not None and (out_f % tp or (out_f // tp) % block_n):
             return (f"tensor_parallel {tp} splits the {out_f} output rows of {t.role} into {out_f / tp:g} per device, "
                     f"not a multiple of block_n {block_n} of {where} (column-parallel, eq. TP5): give a smaller "
                     "tensor_parallel, or pipeline_parallel")
+        elif merged:
+            part = next((p for p in _merged_partitions(spec, t, tp) if p != int(p) or int(p) % block_n), None)
+            if part is not None:
+                hint = ("give a smaller tensor_parallel, or pipeline_parallel" if tp > 1 else
+                        "no degree loads it there" + ("; vLLM lets a merged layer of partial blocks through"
+                                                      if engine == "sglang" and cfg is None else ""))
+                return (f"tensor_parallel {tp} leaves {t.role} of {spec.name} a merged column-parallel partition of "
+                        f"{part:g} output rows per device, not a multiple of block_n {block_n} of {where} (every "
+                        f"partition of a merged layer checked, eq. TP5): {hint}")
     return None
+
+
+def _merged_partitions(spec: ModelSpec, t: Tensor, tp: int) -> tuple[float, ...]:
+    """The output rows per device of each partition of the merged column-parallel layer ``t`` belongs to, as SGLang
+    checks them against block_n at any degree (a merged layer's output_partition_sizes; ``quant_block_refusal``), or
+    () where ``t`` is in none:
+
+    - gate_up_proj (MergedColumnParallelLinear, [I, I]): out / tp for ffn_gate, ffn_up (and the shared experts');
+    - qkv_proj (QKVParallelLinear) of a non-MLA attention: q out / tp; K and V one head's rows times max(1, kv / tp)
+      heads (K/V heads replicated when tp >= kv): sglang 0.5.23 srt/layers/linear.py:1137-1158;
+    - Gated DeltaNet's in_proj_qkvz ([key, key, value, value], Qwen3.5's in_proj_qkv + in_proj_z merged the same
+      way): key_dim / tp and value_dim / tp (sglang qwen3_next.py:355-366, qwen3_5.py:635-652).
+
+    A fraction is a degree that does not divide the layer (``divide`` asserts there)."""
+    if t.role in _MERGED_COLUMN:
+        return (t.shape[0] / tp,)
+    if t.role in _QKV and spec.mla is None:
+        if t.role == "attn_q":
+            return (t.shape[0] / tp,)
+        kv = spec.num_kv_heads
+        return (t.shape[0] / kv * max(1.0, kv / tp),)
+    r = spec.recurrent
+    if t.role == _SSM_IN and r is not None and r.kind == "gated_deltanet":
+        return (r.n_groups * r.d_state / tp, r.d_inner / tp)
+    return ()
 
 
 def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_size: int | None) -> str | None:
@@ -266,14 +318,8 @@ def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_si
     for t in _block_checked(spec, engine):
         in_f = t.shape[1]
         if t.role == _EXPERT_DOWN:
-            if weights == "compressed-tensors" or g >= in_f:  # (a group of the whole input: -1, one per column)
-                continue
-            per, hidden, k = in_f // tp, t.shape[0], g
-            while per % k or hidden % k:  # MoeWNA16.create_weights' loop: halve, then assert k >= 32
-                k //= 2
-                if k < MOE_WNA16_MIN_GROUP:
-                    break
-            if k < min(g, MOE_WNA16_MIN_GROUP) or in_f % tp:
+            k = moe_wna16_group(spec, tp, engine, weights, group_size)
+            if k is not None and k < min(g, MOE_WNA16_MIN_GROUP) or in_f % tp:
                 return (f"tensor_parallel {tp} splits the {in_f}-wide routed-expert intermediate of {spec.name} into "
                         f"{in_f / tp:g} per device, whole groups of no size from its {weights} group {g} down to "
                         f"{MOE_WNA16_MIN_GROUP}: {who} refuses to load it (fused MoE Marlin, then MoeWNA16's group "
@@ -285,12 +331,104 @@ def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_si
     return None
 
 
+# Marlin MoE's shapes and groups (vllm 0.19.1 quantization/utils/marlin_utils.py:229-245
+# ``check_moe_marlin_supports_layer``; sglang 0.5.23 srt/layers/quantization/marlin_utils.py:227-250)
+MARLIN_MOE_HIDDEN_MULTIPLE, MARLIN_MOE_MIN_GROUP, MARLIN_MOE_GROUPS = 128, 64, (32, 64, 128)
+
+
+def moe_wna16_group(spec: ModelSpec, tp: int, engine: str, weights: str,
+                    group_size: int | None = None) -> int | None:
+    """The group vLLM's and SGLang's MoeWNA16 runs ``spec``'s gptq/awq routed experts at under tensor parallel ``tp``,
+    or None where MoeWNA16 does not take them (Marlin MoE does, or no rule: not a gptq/awq format, another engine,
+    no fused experts, a group of the whole input).
+
+    Marlin MoE takes the experts when hidden % 128 == 0, (I / tp) % max(64, g) == 0 and g is one of 32, 64, 128
+    (``MARLIN_MOE_*``); else gptq_marlin / awq_marlin fall back to MoeWNA16 (vllm awq_marlin.py:291-297,
+    gptq_marlin.py:244-253; sglang awq/awq.py:383-388), whose create_weights halves g while I / tp or hidden is not a
+    multiple of it (vllm moe_wna16.py:237-247, asserting g >= 32 after each halving; sglang moe_wna16.py:276-279).
+    The group returned is that loop's last (below ``MOE_WNA16_MIN_GROUP`` after a halving: the assert refuses)."""
+    if engine not in FP8_BLOCK_ENGINES or weights not in GROUP_SHARD_FORMATS:
+        return None
+    g = shard_group_size(spec, weights, group_size)
+    down = next((t for t in _block_checked(spec, engine) if t.role == _EXPERT_DOWN), None)
+    if g is None or g <= 0 or down is None or g >= down.shape[1]:
+        return None
+    hidden, per = down.shape[0], down.shape[1] // tp
+    if (hidden % MARLIN_MOE_HIDDEN_MULTIPLE == 0 and per % max(MARLIN_MOE_MIN_GROUP, g) == 0
+            and g in MARLIN_MOE_GROUPS):
+        return None
+    k = g
+    while per % k or hidden % k:  # MoeWNA16.create_weights' loop: halve, then assert k >= 32
+        k //= 2
+        if k < MOE_WNA16_MIN_GROUP:
+            break
+    return k
+
+
+def moe_wna16_zero_points(spec: ModelSpec, weights: str) -> bool:
+    """Whether MoeWNA16 builds zero points for ``weights`` (vllm 0.19.1 moe_wna16.py:105-125 ``from_config``: gptq
+    ``not sym``, awq ``zero_point``): the checkpoint's own keys where its quant_method is that format, else the
+    quantizers' defaults (GPTQ sym True: no zero points; AWQ zero_point True)."""
+    q = spec.quantization_config
+    method = str(q.get("quant_method", "")).lower()
+    if weights.startswith("gptq"):
+        return method == "gptq" and q.get("sym") is False
+    return not (method == "awq" and q.get("zero_point") is False)
+
+
+def moe_wna16_matrix_bytes(out_features: int, in_features: int, bits: int, group: int, zero_points: bool,
+                           scale_bytes: int) -> int:
+    """Bytes of one expert's matrix of ``out_features`` x ``in_features`` (a rank's share) as MoeWNA16 builds it
+    (vllm 0.19.1 quantization/moe_wna16.py:257-330 create_weights; sglang 0.5.23 moe_wna16.py the same): uint8
+    ``qweight`` of ``bits`` per element, one ``scale_bytes`` (the model dtype) scale per ``group`` inputs of a row
+    (``w13_scales`` [2 I, H / g], ``w2_scales`` [H, I / g]), uint8 zero points packed 8 / ``bits`` a byte along the
+    rows where ``zero_points`` (``w13_qzeros`` [2 I / pack, H / g]); its g_idx are empty (moe_wna16.py:332-343):
+
+        B = out x in x bits / 8 + out x (in / g) x (scale_bytes + [zero_points] bits / 8)             (TP5b)
+
+    >>> moe_wna16_matrix_bytes(192, 3072, 4, 64, True, 2)  # MiniMax-M2.7's w1 at TP 8: 192 rows, group 128 -> 64
+    317952
+    """
+    groups = out_features * (in_features // group)
+    return out_features * in_features * bits // 8 + groups * scale_bytes + (groups * bits // 8 if zero_points else 0)
+
+
+@lru_cache(maxsize=256)  # per spec and layout, like head_replica_bytes
+def moe_wna16_extra_bytes(spec: ModelSpec, engine: str, fmt: str, group_size: int, other_bytes: int, tp: int,
+                          fused_experts: bool = False) -> tuple[tuple[float, ...], dict[str, float], dict[str, float]]:
+    """What one rank holds of ``spec``'s routed experts beyond 1 / tp of their checkpoint bytes where MoeWNA16 takes
+    them (``moe_wna16_group`` not None): its own layout (eq. TP5b, at the halved group, scales and zero points in
+    the model dtype ``other_bytes``, no g_idx) less ``tensor_bytes``' / tp, per decoder layer, component and
+    storage label; empty where Marlin MoE (or no rule) takes them. Negative where MoeWNA16 drops what the
+    checkpoint stores (GPTQ's g_idx, a symmetric checkpoint's zero points)."""
+    layers = [0.0] * spec.num_layers
+    comps: dict[str, float] = {}
+    store: dict[str, float] = {}
+    k = moe_wna16_group(spec, tp, engine, fmt, group_size) if tp > 1 else None
+    if k is None or k < MOE_WNA16_MIN_GROUP:
+        return tuple(layers), comps, store
+    bits = 8 if fmt.endswith("8") else 4
+    zp = moe_wna16_zero_points(spec, fmt)
+    for t in model_tensors(spec):
+        if t.component != "experts" or len(t.shape) != 2 or not t.matrix:
+            continue
+        out_f, in_f = t.shape
+        out_r, in_r = (out_f, in_f // tp) if t.role == _EXPERT_DOWN else (out_f // tp, in_f)
+        own, label = tensor_bytes(spec, fmt, t, group_size, other_bytes, fused_experts, engine)
+        extra = moe_wna16_matrix_bytes(out_r, in_r, bits, k, zp, other_bytes) * t.count - own / tp
+        if 0 <= t.layer < spec.num_layers:
+            layers[t.layer] += extra
+        comps[t.component] = comps.get(t.component, 0.0) + extra
+        store[label] = store.get(label, 0.0) + extra
+    return tuple(layers), comps, store
+
+
 @lru_cache(maxsize=256)  # per spec, like model_tensors
 def _block_checked(spec: ModelSpec, engine: str) -> tuple[Tensor, ...]:
     """One tensor of each (role, shape) of ``spec``'s decoder linears ``quant_block_refusal`` checks on ``engine``:
     quantized (weight_formats ``QUANT_COMPONENTS``) and sharded (not ``replicated_matrix``)."""
     seen: dict[tuple[str, tuple[int, ...]], Tensor] = {}
-    roles = _ROW_SPLIT | _MLA_COLUMN | _MERGED_COLUMN | {_EXPERT_DOWN}
+    roles = _ROW_SPLIT | _MLA_COLUMN | _MERGED_COLUMN | _QKV | {_EXPERT_DOWN, _SSM_IN}
     for t in model_tensors(spec):
         if (t.role in roles and len(t.shape) == 2 and t.component in QUANT_COMPONENTS
                 and not replicated_matrix(engine, t, spec.model_type)):
@@ -1065,6 +1203,12 @@ def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicat
                    capability: int | None = None) -> WeightBytes:
     mat_layers, mat_comp = _matrix_share(spec, wb, engine, other_bytes, group_size, fused_experts, capability)
     kv_layers, kv_comp, kv_store = _replica_share(spec, wb, engine, other_bytes, group_size, fused_experts, tp)
+    if engine in FP8_BLOCK_ENGINES and wb.format in GROUP_SHARD_FORMATS:  # MoeWNA16's experts (eq. TP5b) on top
+        wl, wc, ws = moe_wna16_extra_bytes(spec, engine, wb.format, group_size, other_bytes, tp, fused_experts)
+        if wc:
+            kv_layers = tuple(a + b for a, b in zip(kv_layers, wl, strict=True))
+            kv_comp = {k: kv_comp.get(k, 0.0) + wc.get(k, 0.0) for k in kv_comp.keys() | wc.keys()}
+            kv_store = {k: kv_store.get(k, 0.0) + ws.get(k, 0.0) for k in kv_store.keys() | ws.keys()}
     rep = int(replicated_elements(spec, engine) * bytes_per_replicated) + sum(mat_comp.values())
     rep = min(rep, wb.total)
 
