@@ -59,6 +59,21 @@ in its own dtype and the cast is a no-op:
     D = n c          (bitsandbytes >= 0.43.2, torchao; bitsandbytes 0.42 under fp16 compute)               (5)
     D = n (2 + c)    (bitsandbytes 0.42 under bf16/fp32 compute: the fp16 matrix and its cast)
 
+**transformers 5.0-5.3's threaded loader** (``load_in_4bit`` quantizing on the fly; model init, not the step).
+transformers 5.3.0 ``core_model_loading.py`` starts a 4-worker ``ThreadPoolExecutor`` unless
+``HF_DEACTIVATE_ASYNC_LOAD`` is set (lines 1105-1110) and submits every checkpoint tensor to it at once
+(``spawn_materialize``, lines 1198-1199: slice from the safetensors file, ``.to(device, dtype)``) before its main loop
+quantizes them one by one (``mapping.convert``, lines 1210-1216). Nothing bounds how far the workers run ahead of
+the quantizing loop, so the full-precision matrices waiting on the device are anything from one to all of them:
+
+    T_async <= the checkpoint in the load dtype (2 B per weight in bf16)                               (6)
+
+and the caching allocator keeps those blocks reserved after they are freed (``max_memory_reserved``, nvidia-smi).
+transformers pull 44576 (merged 2026-03-10, after 5.3.0) loads synchronously whenever a quantizer runs on the fly
+(5.24.0 ``core_model_loading.py`` lines 1865-1873), which is eq. (1). Its own measurement, Qwen2.5-7B-Instruct,
+async on: 5.46 GB allocated, 13.47 GB reserved (the bf16 checkpoint is 15.2 GB). Eq. (6) is a bound, not an
+estimate (the lead is a race between disk, copies and the main loop): a warning, not a memory item.
+
 Lightning Fabric replaces every ``torch.nn.Linear`` built under ``fabric.init_module`` (``_ClassReplacementContextManager
 ({"torch.nn.Linear": ...})``, bitsandbytes.py line 140; ``_convert_layers`` lines 415-436 with no ``ignore_modules``):
 litgpt's lm_head is an ``nn.Linear`` (litgpt/model.py @ 00af8b0d line 25; lora.py line 509 wraps one in LoRALinear), so
@@ -138,6 +153,23 @@ FUSED_EXPERTS_SOURCE = ("transformers 5.24.0 integrations/bitsandbytes.py line 1
 # the assumption training's QLoRA base and transformers serving name (value: the dtype the experts stay in)
 FUSED_EXPERTS_WHY = ("routed experts and router stay unquantized: transformers 5 stores them as fused nn.Parameters "
                      "and bitsandbytes replaces only nn.Linear (" + FUSED_EXPERTS_SOURCE + ")")
+
+
+ASYNC_LOAD_SOURCE = ("transformers 5.3.0 core_model_loading.py lines 1105-1110, 1198-1199, 1210-1216; fixed by "
+                     "transformers pull 44576, 5.24.0 lines 1865-1873 (formulas/nf4_quantization.py eq. 6)")
+ASYNC_LOAD_WARNING = ("transformers 5.0-5.3 quantize a QLoRA base on the fly behind a 4-thread loader that can put "
+                      "the whole {dtype} checkpoint, up to {bound}, on the device before the main loop quantizes it "
+                      "(eq. 6); the caching allocator then keeps it reserved, so nvidia-smi and max_memory_reserved "
+                      "can show that much through training. Not counted here: the step's peak is the model after loading; set HF_DEACTIVATE_ASYNC_LOAD=1 "
+                      "or use transformers after 5.3 (" + ASYNC_LOAD_SOURCE + ")")
+
+
+def async_load_bound_bytes(checkpoint_bytes: int, quantizer: str) -> int:
+    """Eq. (6): the most the transformers 5.0-5.3 threaded loader can hold on the device while quantizing on the
+    fly: every tensor of the checkpoint in its load dtype (``checkpoint_bytes``); 0 for a quantizer that is not
+    transformers' (torchao, Lightning: they quantize as the model is built, eqs. 1b-3)."""
+    _check(quantizer)
+    return checkpoint_bytes if quantizer == "bitsandbytes" else 0
 
 
 def dequant_bytes(numel: int, quantizer: str, compute: int, compute_fp16: bool = False) -> int:

@@ -25,7 +25,9 @@ from ...formulas.lora import (
     vision_targets,
 )
 from ...formulas.nf4_quantization import (
+    ASYNC_LOAD_WARNING,
     FUSED_EXPERTS_WHY,
+    async_load_bound_bytes,
     fused_experts_kept,
     matmul_keeps_input,
     quantizes_lm_head,
@@ -615,6 +617,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))
     if w.method == "qlora":
         record_workload(w, acc, ("nf4_quantizer", "loop_keeps_graph"))
+        load_bound = async_load_bound_bytes(weight_bytes(spec, "bf16").total, w.nf4_quantizer)
+        if load_bound:  # eq. (6): a bound on a load-time race, named, not counted
+            acc.warnings.append(ASYNC_LOAD_WARNING.format(dtype="bf16", bound=format_bytes(load_bound)))
         if w.loop_keeps_graph and not matmul_keeps_input(w.nf4_quantizer):
             acc.warnings.append(f"loop_keeps_graph changes nothing with nf4_quantizer {w.nf4_quantizer!r}: its one "
                                 "modelled effect is what bitsandbytes 0.42's 4-bit matmuls keep (eq. G1; "
