@@ -50,6 +50,7 @@ from .estimate.duration import (
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     SERVING_GPUS_PER_NODE,
+    STAGES_LEFT,
     FitResult,
     MemoryFit,
     devices_text,
@@ -791,6 +792,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) \
         if quantization_advice and gguf_engine and request_rate is None else ()  # (sized at a concurrency)
     warnings = [*chosen_said, file_skipped] if file_skipped else list(chosen_said)
+    warnings.extend(stages_left_warnings([*meets, *rejected]))
     slow = slow_first_token_warning(meets, c)
     if slow:
         warnings.append(slow)
@@ -807,6 +809,18 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                           **({"request_rate": request_rate} if request_rate is not None else {}),
                           "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
                           tuple(advice), tuple(quant), tuple(assumptions), tuple(dict.fromkeys(warnings)))
+
+
+def stages_left_warnings(options: Sequence[Option]) -> list[str]:
+    """One answer-level warning per distinct line of the options whose search left pipeline layouts out
+    (estimate/fit.py ``stages_left_line``, fit's words, in each such option's reasons), naming those options: the
+    text shows a few rejections only, and the search must not leave the layouts out silently."""
+    on: dict[str, list[str]] = {}
+    for o in options:
+        for line in o.reasons:
+            if line.startswith(STAGES_LEFT):
+                on.setdefault(line, []).append(o.target if o.target != o.device else f"{o.count} x {o.device}")
+    return [f"{', '.join(dict.fromkeys(names))}: {line}" for line, names in on.items()]
 
 
 def unpriced_yours(options: Sequence[Option], c: Constraints) -> str | None:

@@ -10,7 +10,7 @@ RAM, which must not spill into swap.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import filterfalse, repeat
 from operator import attrgetter, methodcaller
@@ -301,8 +301,24 @@ def pipeline_options(spec: ModelSpec, layout: ServingLayout, count: int) -> list
     return [p for p in range(2, min(count, spec.num_layers) + 1) if count % p == 0]
 
 
+def most_tokens(r: FitResult) -> float:
+    """``with_pipeline_layouts``' ranking of a layout at a concurrency (the least first): the output tokens/s of
+    all replicas together at the load (``FitResult.tokens_per_second_total``, what ``fastest_first`` ranks degrees
+    by), negated."""
+    return -(r.tokens_per_second_total or 0.0)
+
+
+def rate_request_seconds(r: FitResult) -> float:
+    """``with_pipeline_layouts``' ranking of a layout at a request rate (the least first): its answer's mean request
+    seconds (TTFT + the wait + the output's steps, Little's law: the figure ``rate_layout_seconds`` ranks the
+    tensor-parallel degrees by), infinite where it does not fit or has no load."""
+    load = r.speed.load if r.speed is not None else None
+    return float(load["request_seconds"]) if r.fits and load and "request_seconds" in load else math.inf
+
+
 def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequence[int],
-                          staged: Callable[[int], MemoryFit]) -> MemoryFit | None:
+                          staged: Callable[[int], MemoryFit],
+                          rank: Callable[[FitResult], float] = most_tokens) -> MemoryFit | None:
     """The layout a hardware search takes of one format on one deployment, pipeline layouts considered: ``first``
     (fit's own answer, tensor parallelism only) where it fits within one machine of ``per_node`` devices -- fit's
     rule takes the fastest degree within a machine that fits, and goes across machines only where none does --
@@ -314,7 +330,9 @@ def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequen
     ``--tp --pp``); a stage count the estimate refuses (``InputError``: pipeline.py ``pipeline_refusal``) is
     skipped. ``first`` where no pipeline layout fits (its own verdict and reasons); ``first`` None (the search
     did not size it: its degrees cannot hold the weights) and none fits: the first stage count's answer (its
-    verdict), None where every one was refused."""
+    verdict), None where every one was refused. ``rank``: the figure the fitting layouts are ordered by, the least
+    first (``most_tokens`` at a concurrency; at a request rate, where every layout carries the same rate, the mean
+    request seconds, ``rate_request_seconds``: `fit --request-rate`'s own ranking of its degrees)."""
     if first is not None and (not stages or first.refusal is not None
                               or (first.fits and first.tensor_parallel <= per_node)):
         return first
@@ -332,7 +350,7 @@ def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequen
     if len(fitting) < 2:
         return fitting[0] if fitting else first if first is not None else missed
     answers = [(m, m.result(True)) for m in fitting]
-    return min(answers, key=lambda a: (-(a[1].tokens_per_second_total or 0.0), a[1].pipeline_parallel))[0]
+    return min(answers, key=lambda a: (rank(a[1]), a[1].pipeline_parallel))[0]
 
 
 def serving_layout(engine: str, device: Device, count: int, per_node: int = SERVING_GPUS_PER_NODE) -> ServingLayout:
@@ -900,7 +918,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         tensor_parallel: int | None = None, fits_at: bool | None = None, host_memory: int | str | None = None,
         request_rate: float | None = None, rate_bound: list[float] | None = None, refusal_only: bool = False,
         climb_stops: bool = True, miss: Callable[[FitResult], bool] | None = None,
-        iterates: dict[int, FitResult] | None = None, **workload: Any) -> FitResult:
+        iterates: dict[int, FitResult] | None = None, search_stages: bool = True, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count; ``"detected"`` or a ``Detection``: the detected machine's device, ``device.detected_machine``). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -952,20 +970,30 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     made (C in flight in all -> the fit at C: its iterates, admission's fit at A), each before any stop:
     ``rate_layout_seconds`` keeps each layout's, whose first iterate ``_refused_on_every_layout`` reads, and whose
     fits the unpinned climb takes in place of its own where it takes that layout (``replay``); handed back pre-filled
-    by ``most_carried`` to that layout's full pinned fit (the same fits: no climb made anew)."""
+    by ``most_carried`` to that layout's full pinned fit (the same fits: no climb made anew).
+    ``search_stages`` False: tensor parallelism only where no stages are given (the layout rule's first answer,
+    ``with_pipeline_layouts``' ``first``); True (the default), with no degree and no stages given, the pipeline
+    layouts are tried by that one rule where tensor parallelism does not fit within a machine, at a concurrency
+    (``_fit_at``) and at a request rate alike (``_rate_with_stages``)."""
     hardware, count, hardware_files = detected_machine(hardware, count, hardware_files)  # 'detected', a Detection
     kw: dict[str, Any] = dict(headroom=headroom, engine=engine, weights=weights, context=context, output_tokens=output_tokens,
               memory=memory, kv_dtype=kv_dtype, hardware_files=hardware_files, host_device=host_device,
               engine_version=engine_version, kwh_price=kwh_price, tensor_parallel=tensor_parallel,
               host_memory=host_memory, fits_at=fits_at)
     if request_rate is None:
-        return _fit_at(model, hardware, count, speed, concurrency, None, workload, **kw)
+        return _fit_at(model, hardware, count, speed, concurrency, None, workload, **kw, search_stages=search_stages)
     rate = read_request_rate(request_rate)
     if concurrency is not None:
         raise rate_and_concurrency()
     if not speed:
         raise FieldError("request_rate", "request_rate needs the speed estimate (the requests in flight follow "
                          "from the time each is served)")
+    if search_stages and tensor_parallel is None and workload.get("pipeline_parallel") is None:
+        plan = rate_stage_options(model, hardware, count, rate, workload, kw)
+        if plan is not None:  # fit's own layout at the rate: the pipeline layouts by the one rule, as without a rate
+            return _rate_with_stages(model, hardware, count, rate, workload, kw, plan, dict(
+                rate_bound=rate_bound, refusal_only=refusal_only, climb_stops=climb_stops, miss=miss,
+                iterates=iterates))
 
     def in_flight(r: FitResult) -> float | None:
         """The slots the answer's load needs in all (eq. Q10c's mean in flight, or its tail where the engine's
@@ -1277,7 +1305,7 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
                f"{rate:g} (at a rate fit takes the layouts within a machine; a degree across machines only where "
                "every layout within refuses the rate); ")
     else:  # fits on no layout: fit's rate-less choice of layout (its memory verdict alone decides)
-        free = fit(model, hardware, count, **pinned, **workload)
+        free = fit(model, hardware, count, **pinned, **workload, search_stages=False)  # (its degree is pinned below)
         tp = free.tensor_parallel
         if tp not in answers:
             answers[tp] = fit(model, hardware, count, **{**pinned, "tensor_parallel": tp}, request_rate=rate,
@@ -1289,6 +1317,73 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
     said = tuple(replace(a, default=True, why=how + (a.why.removeprefix("given; ") if rateless is None else rateless))
                  if a.name == "tensor_parallel" else a for a in r.assumptions)
     return replace(r, assumptions=said)
+
+
+def rate_stage_options(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
+                       workload: dict[str, Any], kw: dict[str, Any]) -> tuple[tuple[int, ...], int] | None:
+    """(the pipeline stages ``fit`` at ``rate`` may take, the machine size they are judged by) where its layout is
+    its own choice: ``pipeline_options`` of the layout on the engine it takes (``_rate_engine``), the stages
+    ``fit_memory`` offers a rate-less fit (``MemoryFit.stages``); None where there are none."""
+    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
+    if n < 2:
+        return None
+    spec = spec_of(model)
+    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
+    if eng is None:
+        return None  # (the climb refuses it with its own line)
+    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
+    stages = tuple(pipeline_options(spec, serving_layout(eng, device, n, per_node), n))
+    return (stages, per_node) if stages else None
+
+
+def _rate_with_stages(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
+                      workload: dict[str, Any], kw: dict[str, Any], plan: tuple[tuple[int, ...], int],
+                      asks: dict[str, Any]) -> FitResult:
+    """``fit`` at ``rate`` with no degree and no stages given: the layout rule of a fit without a rate
+    (``with_pipeline_layouts``, ``_fit_at``), its ``first`` the tensor-parallel answer at the rate (``fit`` with
+    ``search_stages`` False: ``rate_layout_seconds``' quickest degree), each stage count P of ``plan``
+    (``rate_stage_options``) `fit --pp P --request-rate R`, the fitting ones ranked by their mean request seconds
+    (``rate_request_seconds``). Before, the rate path tried tensor parallelism only, so Qwen3.5-122B-A10B FP8 on
+    2 x H100 at 256k was DOES NOT FIT at any rate (TP 1 x 2 replicas) where `fit` without a rate takes TP 1 x PP 2.
+    ``asks``: the caller's ``rate_bound``, ``refusal_only``, ``climb_stops``, ``miss`` and ``iterates``, which
+    the tensor-parallel answer takes; a stage count is asked ``refusal_only`` alike (its refusal raised, skipped
+    here as a refusal of that layout), and where the tensor-parallel answer is refused (``refusal_only``) and no
+    stage count fits, that refusal is raised. Where async_scheduling takes the stages out (vLLM 0.10-0.14), an
+    answer that does not fit says so (``async_stages_note``), as without a rate."""
+    stages, per_node = plan
+    args = {**kw, **workload, "speed": True, "request_rate": rate}
+    refused: Exception | None = None
+    try:
+        tp_only = fit(model, hardware, count, **args, **asks, search_stages=False)
+    except (RateOverloadError, RateMissCertain) as e:  # (refusal_only: the refusal itself, its text unread)
+        tp_only, refused = None, e
+    first = answered(tp_only, per_node) if tp_only is not None else None
+
+    def staged(p: int, fields: dict[str, Any] = args) -> MemoryFit:
+        return answered(fit(model, hardware, count, **{**fields, "fits_at": False, "pipeline_parallel": p},
+                            refusal_only=bool(asks["refusal_only"]), climb_stops=False), per_node)
+    mem = with_pipeline_layouts(first, per_node, stages, staged, rate_request_seconds)
+    if mem is None or mem is not first and not mem.fits:
+        if refused is not None:
+            raise refused
+    r = mem.result(True) if mem is not None else None
+    if r is None:  # (every stage count refused by the estimate, and the tensor-parallel answer raised: above)
+        raise FieldError("request_rate", "no layout answers this rate")
+    if mem is not first and r.pipeline_parallel > 1:
+        r = stages_chosen(r, per_node, "has the shortest mean request time at this rate")
+    why = async_pipeline_refusal(r.engine, kw.get("engine_version")) if workload.get("async_scheduling") else None
+    if why is not None and not r.fits:
+        plain = {**args, "async_scheduling": False}
+        r = async_stages_note(r, stages, why, with_pipeline_layouts(
+            None, per_node, stages, lambda p: staged(p, plain), rate_request_seconds))
+    return r
+
+
+def answered(r: FitResult, per_node: int) -> MemoryFit:
+    """A finished answer ``r`` as the memory stage ``with_pipeline_layouts`` ranks (its verdict, the engine's
+    refusal, its degree; ``result`` gives ``r`` back)."""
+    refusal = r.estimate.details.get("engine_refusal_reason") if r.estimate is not None else None
+    return MemoryFit(r.fits, lambda _speed: r, refusal, r.tensor_parallel, (), per_node)
 
 
 def count_of(r: FitResult) -> int:
@@ -1516,6 +1611,25 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
     return replace(r, fits_at=at)
 
 
+def stages_left_line(stages: Sequence[int], why: str) -> str:
+    """The one sentence every layout search (``fit``, recommend, the plan's search: ``format_search.pick_format``)
+    says where the pipeline layouts ``stages`` were left out of it, ``why`` (specs/workload.py
+    ``async_pipeline_refusal``'s words)."""
+    return f"{STAGES_LEFT} ({', '.join(f'PP {p}' for p in stages)}): {why}"
+
+
+# how ``stages_left_line`` opens: a search that gathers its options' lines into one answer-level warning finds them by it
+STAGES_LEFT = "pipeline layouts not tried"
+
+
+def async_stages_left(engine: str, fields: Mapping[str, Any], stages: Sequence[int]) -> str | None:
+    """``stages_left_line`` where the workload ``fields`` (async_scheduling, engine_version) take the pipeline
+    layouts ``stages`` out of a search on ``engine`` (vLLM 0.10-0.14 with --async-scheduling stops at start with
+    stages: ``async_pipeline_refusal``), else None."""
+    why = async_pipeline_refusal(engine, fields.get("engine_version")) if fields.get("async_scheduling") else None
+    return stages_left_line(stages, why) if why is not None and stages else None
+
+
 def async_stages_note(r: FitResult, stages: Sequence[int], why: str, plain: MemoryFit | None) -> FitResult:
     """``r``, fit's answer that does not fit, where async_scheduling took the pipeline layouts (``stages``:
     ``pipeline_options``) out of its search (``why``: specs/workload.py ``async_pipeline_refusal``, vLLM 0.10-0.14):
@@ -1523,8 +1637,7 @@ def async_stages_note(r: FitResult, stages: Sequence[int], why: str, plain: Memo
     of ``with_pipeline_layouts`` without it) on these devices, that layout in place of the estimate's advice of
     more devices (vllm.py ``no_pool_remedy``) (review40 D7: fit answered "does not fit" with nothing naming the
     flag, and advised more devices where dropping it fits)."""
-    left = ", ".join(f"PP {p}" for p in stages)
-    line = f"pipeline layouts not tried ({left}): {why}"
+    line = stages_left_line(stages, why)
     result = plain.result(False) if plain is not None and plain.fits and plain.refusal is None else None
     if result is None:
         return replace_fields(r, warnings=(*r.warnings, line))
@@ -1540,12 +1653,12 @@ def async_stages_note(r: FitResult, stages: Sequence[int], why: str, plain: Memo
                                     f"{r.count} devices"))
 
 
-def stages_chosen(r: FitResult, per_node: int) -> FitResult:
+def stages_chosen(r: FitResult, per_node: int, ranked: str = "gives the most output tokens/s") -> FitResult:
     """``r``, a pipeline layout ``fit`` chose (``with_pipeline_layouts``), its ``pipeline_parallel`` assumption said
     as fit's choice, in its own assumptions and its estimate's (the estimate records the stages it is passed as
     given, as it does a degree: ``as_fit_chose``)."""
     why = (f"fit's choice: tensor parallelism alone does not fit within a machine of {per_node} devices, and of the "
-           "pipeline layouts that fit this one gives the most output tokens/s (estimate/fit.py with_pipeline_layouts, "
+           f"pipeline layouts that fit this one {ranked} (estimate/fit.py with_pipeline_layouts, "
            "the rule recommend and models --fits-on take); give --pp 1 for tensor parallelism only")
 
     def said(a: Assumption) -> Assumption:

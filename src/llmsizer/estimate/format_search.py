@@ -55,6 +55,7 @@ from .fit import (
     MemoryFit,
     RateMissCertain,
     RateOverloadError,
+    async_stages_left,
     first_token_seconds,
     fit,
     fit_memory,
@@ -211,6 +212,9 @@ class FormatPick:
     # the engine refuses the context past the model's window (estimate/context_window.py): no format changes that,
     # so no other ladder is walked (fit's hint names the window, ``window_fits_at``)
     past_window: bool = False
+    # the pipeline layouts a rung's search left out, each in fit's words (fit.stages_left_line: vLLM 0.10-0.14 with
+    # --async-scheduling stops at start with stages), also among ``warnings`` and, rejected, ``reasons``
+    stages_left: tuple[str, ...] = ()
 
 
 def serves_alone(r: FitResult) -> bool:
@@ -276,9 +280,13 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     layout = serving_layout(engine, dev, n, per_node)
     tp = max(layout.tensor_parallel_options(spec, n, per_node))
     # pipeline layouts (`fit --pp P`, fit choosing each stage's degree: fit.with_pipeline_layouts) where the caller
-    # pins no layout (a degree or stages given: fit's answer at them) and sizes a concurrency (at a rate fit ranks
-    # its layouts by the rate's own rule: tensor parallelism only there)
-    staged = request_rate is None and given.get("tensor_parallel") is None and given.get("pipeline_parallel") is None
+    # pins no layout (a degree or stages given: fit's answer at them); at a rate fit takes them by the same rule
+    # (fit._rate_with_stages), so a rung's weights-alone check reads them there too
+    staged = given.get("tensor_parallel") is None and given.get("pipeline_parallel") is None
+    # the pipeline layouts a rung's search left out and why (fit.async_stages_left: vLLM 0.10-0.14 with
+    # --async-scheduling stops at start with stages), said by the pick in fit's words (review: the searches
+    # skipped them silently where fit names them)
+    stages_left: list[str] = []
 
     def stage_spread(eng: str) -> dict[int, int]:
         """Each pipeline layout's stages P on ``eng`` -> the devices of its widest replica (P x the largest degree
@@ -301,8 +309,16 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     spread = layout.split_gpus if layout.split else tp  # the devices of one replica at fit's widest layout
     usable, _ = usable_memory(dev, memory, record=False)
 
+    def said(pick: FormatPick) -> FormatPick:
+        """``pick`` stating the pipeline layouts the search left out (``stages_left``), where it did."""
+        if not stages_left:
+            return pick
+        lines = tuple(dict.fromkeys(stages_left))
+        return dataclasses.replace(pick, stages_left=lines, warnings=(*pick.warnings, *lines),
+                                   reasons=(*pick.reasons, *lines))
+
     def rejected(why: str, fmt: str = "") -> FormatPick:
-        return FormatPick("rejected", engine, tp, fmt, (why,))
+        return said(FormatPick("rejected", engine, tp, fmt, (why,)))
 
     if usable is None:
         return rejected("device memory unknown")
@@ -414,6 +430,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         if first is None or first.refusal is None and not (first.fits and first.tensor_parallel <= per_node):
             # this rung on a pipeline layout: fit's own does not fit within one machine (or cannot hold the weights)
             stages = [p for p, d in reach_of(eng)[0].items() if wb / d <= weights_limit]
+            left = async_stages_left(eng, args, stages)
+            if left is not None:  # the engine stops at start with them: not tried, said
+                stages_left.append(left)
+                stages = []
             found = with_pipeline_layouts(first, per_node, stages, partial(_staged_fit, spec, target, cnt, args))
         if found is None:  # no layout that could hold the weights answered (fit refused every stage count)
             smallest = (int(wb / max(spread, reach_of(eng)[1])), fmt, None, limit, eng)
@@ -431,7 +451,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         else:  # fit's rate path (estimate/fit.py: the in flight derived, eq. Q10c): one answer with fit
             server: list[float] = []  # eq. Q10a's capacity where it refuses the rate at one request in flight
             # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
-            one_layout = len(serving_layout(eng, dev, n, per_node).tensor_parallel_options(spec, n, per_node)) == 1
+            one_layout = len(serving_layout(eng, dev, n, per_node).tensor_parallel_options(spec, n, per_node)) == 1 \
+                and not reach_of(eng)[0]  # (stages: fit may take a pipeline layout at the rate)
             try:
                 r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
                         refusal_only=refusal_only, climb_stops=one_layout, miss=miss if one_layout else None,
@@ -463,8 +484,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                 continue
         bad = latency_failures(r.speed, limits, wait_before_ttft(r.details))
         if not bad:
-            return FormatPick("meets", r.engine, r.tensor_parallel, r.weights_format,
-                              (f"fits at {format_name(fmt)}: {r.reasons[0]}",), r, warnings=r.all_warnings)
+            return said(FormatPick("meets", r.engine, r.tensor_parallel, r.weights_format,
+                                   (f"fits at {format_name(fmt)}: {r.reasons[0]}",), r, warnings=r.all_warnings))
         if unsure and serves_alone(r):  # the unsure rung may have been refused: ask in full
             return in_full()
         unsure = False  # (the first fitting rung is this one, or the unsure one and this not alone: alike)
@@ -473,10 +494,11 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             first_reasons = [f"at {format_name(fmt)}: " + "; ".join(bad) + " (smaller formats on the ladder "
                              "fall short too)"]
     if first_fit is not None:
-        return FormatPick("rejected", first_fit.engine, first_fit.tensor_parallel, first_fit.weights_format,
-                          tuple(first_reasons or ["fails a latency limit"]), first_fit)
+        return said(FormatPick("rejected", first_fit.engine, first_fit.tensor_parallel, first_fit.weights_format,
+                               tuple(first_reasons or ["fails a latency limit"]), first_fit))
     if capacity is not None:
-        return FormatPick("rejected", engine, tp, "", (capacity,), past_capacity=True, rate_bound=bound or None)
+        return said(FormatPick("rejected", engine, tp, "", (capacity,), past_capacity=True,
+                               rate_bound=bound or None))
     why = "does not fit"
     need: int | None = None
     budget_shown: int | None = budget
@@ -500,8 +522,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
                f"{format_bytes(smallest[0])} per device, more than {smallest[3][1]}")
     if refused is not None:
         why = refused if smallest is None and window is None else f"{why}; {refused}"
-    return FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown,
-                      past_window=window is not None)
+    return said(FormatPick("rejected", shown_engine, tp, "", (why,), None, need, budget_shown,
+                           past_window=window is not None))
 
 
 def _staged_fit(spec: ModelSpec, target: Device | Instance, count: int | None, args: dict[str, Any],
