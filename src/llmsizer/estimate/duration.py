@@ -575,7 +575,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  metric_passes=w.train_metric_passes, metric_autocast=metric_autocast,
                                  fp16="fp16" in w.precision,
                                  megatron=w.precision in MEGATRON_PRECISIONS and not w.compile,
-                                 moe_permute=megatron_moe_permute(spec, w), liger=w.kernels == "liger")
+                                 moe_permute=megatron_moe_permute(spec, w), liger=w.kernels == "liger",
+                                 liger_swiglu=not w.tiled_mlp)  # ArcticTraining: Liger's SwiGLU off under TiledMLP
     if w.loss == "liger-flce" and (w.method == "full" or "lm_head" in w.modules_to_save):
         # formulas/liger_kernels.py eq. LG5: the lm_head's weight gradient summed chunk by chunk, per micro-batch
         micro = w.micro_batch * local_tokens(w.seq_len, w.context_parallel)

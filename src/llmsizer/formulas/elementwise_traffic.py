@@ -357,10 +357,12 @@ def layernorm_bytes(hidden: int, c: float) -> tuple[float, float]:
 
 def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                 adapters: tuple[tuple[int, int], ...] = (), unsloth: bool = False,
-                seq_shards: int = 1, megatron: bool = False, liger: bool = False) -> tuple[float, float]:
+                seq_shards: int = 1, megatron: bool = False, liger: bool = False,
+                liger_swiglu: bool = True) -> tuple[float, float]:
     """(forward, backward) memory-bound bytes per token of one decoder layer: eqs. (E1)/(E2) eager, (E4)/(E5)
     compiled, (E8)/(E9) Unsloth's kernels, (E15)/(E16) Megatron's fused layer (``megatron``), (E20)/(E21)
-    Liger-Kernel's RMSNorm, RoPE and SwiGLU/GeGLU (``liger``); ``adapters``: (in,
+    Liger-Kernel's RMSNorm, RoPE and SwiGLU/GeGLU (``liger``; ``liger_swiglu`` False: its SwiGLU off, the MLP
+    PyTorch's, as ArcticTraining sets it under TiledMLP); ``adapters``: (in,
     out) of each LoRA-adapted linear; ``seq_shards``: the tensor-parallel degree t under sequence parallelism, whose
     ranks each run the hidden-width kernels (norms, residual adds, input-gradient sums) on 1/t of the tokens (eq.
     (E10)), else 1.
@@ -375,7 +377,7 @@ def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
         lora_f, lora_b = _eager_adapter_terms(adapters, c)
         fwd, bwd = fwd + (lora_f,), bwd + (lora_b,)
     else:
-        fwd, bwd = _layer_terms(w, c, compiled, norms_trained, adapters, unsloth, liger)
+        fwd, bwd = _layer_terms(w, c, compiled, norms_trained, adapters, unsloth, liger, liger_swiglu)
     return _sum_terms(fwd, seq_shards), _sum_terms(bwd, seq_shards)
 
 
@@ -402,8 +404,8 @@ def _sum_terms(terms: tuple[tuple[float, bool], ...], seq_shards: int) -> float:
 
 
 def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
-                 adapters: tuple[tuple[int, int], ...], unsloth: bool, liger: bool = False
-                 ) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
+                 adapters: tuple[tuple[int, int], ...], unsloth: bool, liger: bool = False,
+                 liger_swiglu: bool = True) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
     """(forward, backward) addends per token of one decoder layer, each marked True when it is a hidden-width
     kernel of the sequence-parallel region (norms with their fp32 statistics, residual adds, input-gradient sums:
     eq. (E10)); False for the rotary, activation and LoRA scale-and-add kernels (head / intermediate widths)."""
@@ -417,7 +419,7 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                 ((18 * c * h + 2 * F32, True), (rot, False), (act_b * c * i, False),
                  (sum(2 * c * n for n, _ in adapters), False)))
     if liger and not compiled:
-        return _liger_terms(w, c, norms_trained, adapters)
+        return _liger_terms(w, c, norms_trained, adapters, liger_swiglu)
     act_f, act_b = (5.0, 9.0) if w.gated else (2.0, 3.0)  # gated: act + mul; plain: act only
     act_fc, act_bc = (3.0, 5.0) if w.gated else (2.0, 3.0)
     if compiled:
@@ -434,8 +436,8 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
              lora_b))
 
 
-def _liger_terms(w: LayerWidths, c: float, norms_trained: bool, adapters: tuple[tuple[int, int], ...]
-                 ) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
+def _liger_terms(w: LayerWidths, c: float, norms_trained: bool, adapters: tuple[tuple[int, int], ...],
+                 swiglu: bool = True) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
     """Eqs. (E20)/(E21): (forward, backward) addends per token of one transformers decoder layer with Liger-Kernel's
     modules swapped in (module docstring, "Liger-Kernel"), marked as :func:`_layer_terms` marks them. A LayerNorm, a
     partial or concatenating rotary and a plain (ungated) MLP are not Liger's: their eager terms stay."""
@@ -446,7 +448,7 @@ def _liger_terms(w: LayerWidths, c: float, norms_trained: bool, adapters: tuple[
     liger_rope = w.rotary and not w.rotary_cat and not 0 < w.rotary_dim < d
     rot_f = (2 * c * (q + k) + c * d if liger_rope else rotary_forward_bytes(w, c)) if w.rotary else 0.0
     rot_b = (2 * c * (q + k) + c * d if liger_rope else 16 * c * (q + k) + 4 * c * d) if w.rotary else 0.0
-    act_f, act_b = (3.0, 5.0) if w.gated else (2.0, 3.0)
+    act_f, act_b = (3.0, 5.0) if w.gated and swiglu else (5.0, 9.0) if w.gated else (2.0, 3.0)
     lora_f, lora_b = _eager_adapter_terms(adapters, c)
     return (((2 * norm_f + 6 * c * h, True), (rot_f, False), (act_f * c * i, False), lora_f),
             ((2 * norm_b + 15 * c * h, True), (rot_b, False), (act_b * c * i, False), lora_b))
@@ -615,7 +617,7 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1,
 def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                 adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int,
                 split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False, moe_permute: str = "none",
-                liger: bool = False) -> list[tuple[float, float, float]]:
+                liger: bool = False, liger_swiglu: bool = True) -> list[tuple[float, float, float]]:
     """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
     depend on it only through its kind (ModelSpec.layer_key) and whether it applies rotary positions
     (ModelSpec.rotary_layers: Llama 4's NoPE layers are of the same kind as its rotary ones): its bytes once per
@@ -628,7 +630,8 @@ def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
         widths = model_layer_widths(spec, n, tp, split)
         if moe_permute != "none" and widths.topk:
             widths = replace(widths, permuted=True, chunk_sorts=moe_permute == "permute+sort")
-        f, b = layer_bytes(widths, c, compiled, norms_trained, key[1], unsloth, seq_shards, megatron, liger)
+        f, b = layer_bytes(widths, c, compiled, norms_trained, key[1], unsloth, seq_shards, megatron, liger,
+                           liger_swiglu)
         per_kind[key] = (f, b, f + b)
     return list(map(per_kind.__getitem__, kinds))
 
@@ -638,7 +641,8 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
                          loss_compiled: bool | None = None, sequence_parallel: bool = False,
                          metric_passes: int = 0, metric_autocast: bool = True, fp16: bool = False,
-                         megatron: bool = False, moe_permute: str = "none", liger: bool = False) -> float:
+                         megatron: bool = False, moe_permute: str = "none", liger: bool = False,
+                         liger_swiglu: bool = True) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6/E11; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
@@ -649,14 +653,15 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     eqs. (E15)/(E16), in place of the eager (E1)/(E2). ``moe_permute``: the MoE layers' token permutation of
     Megatron's 'alltoall' dispatcher, eqs. (E17)/(E18): 'none', 'permute' (one local expert) or 'permute+sort'
     (the received chunks sorted by local expert and back). ``liger``: Liger-Kernel's layer modules, eqs. (E20)/(E21);
-    ``loss`` 'liger-flce': its fused linear cross-entropy, eq. (E22) (the per-chunk weight-gradient sums,
+    ``liger_swiglu`` False: with Liger's SwiGLU off; ``loss`` 'liger-flce': its fused linear cross-entropy, eq. (E22) (the per-chunk weight-gradient sums,
     formulas/liger_kernels.py eq. LG5, are per micro-batch and added by the caller)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
     if moe_permute not in ("none", "permute", "permute+sort"):
         raise InputError(f"moe_permute must be none, permute or permute+sort, got {moe_permute!r}")
     rows = _layer_rows(spec, c, compiled, norms_trained, adapters, tp, unsloth, tp if sequence_parallel else 1,
-                       megatron=megatron, moe_permute=moe_permute, liger=liger)
+                       megatron=megatron, moe_permute=moe_permute, liger=liger,
+                       liger_swiglu=liger_swiglu)
     total = running_sum(map(itemgetter(2), rows))
     fwd_sum = running_sum(map(itemgetter(0), rows))
     total += fwd_sum * recomputed_layers / spec.num_layers
