@@ -123,6 +123,7 @@ from ..formulas.launch_overhead import (
     synced_micro_step_seconds,
 )
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
+from ..formulas.liger_kernels import flce_weight_grad_bytes
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.moe_router import unfused_routing_extra
@@ -574,7 +575,14 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  metric_passes=w.train_metric_passes, metric_autocast=metric_autocast,
                                  fp16="fp16" in w.precision,
                                  megatron=w.precision in MEGATRON_PRECISIONS and not w.compile,
-                                 moe_permute=megatron_moe_permute(spec, w))
+                                 moe_permute=megatron_moe_permute(spec, w), liger=w.kernels == "liger",
+                                 liger_swiglu=not w.tiled_mlp)  # ArcticTraining: Liger's SwiGLU off under TiledMLP
+    if w.loss == "liger-flce" and (w.method == "full" or "lm_head" in w.modules_to_save):
+        # formulas/liger_kernels.py eq. LG5: the lm_head's weight gradient summed chunk by chunk, per micro-batch
+        micro = w.micro_batch * local_tokens(w.seq_len, w.context_parallel)
+        total += flce_weight_grad_bytes(micro, spec.hidden_size, -(-spec.vocab_size // tp), int(c),
+                                        recipe(training_recipe_name(w.precision, w.zero, w.method)).model_bytes
+                                        ) / micro
     if w.compile and w.sequence_parallel and tp > 1:
         total += _sequence_parallel_copies_per_token(spec, c, tp, w.micro_batch, w.tp_comm_overlap, ckpt,
                                                      float8_gathered_element_bytes(w.float8_recipe)
@@ -609,6 +617,14 @@ def unfused_router_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> floa
         again = set(range(spec.num_layers))
     total = sum(bf + bb + (bf if i in again else 0.0) for i, moe in enumerate(moe_kinds(spec)) if moe)
     return total / (w.tp if w.sequence_parallel and w.tp > 1 else 1)
+
+
+LIGER_TIME_WHY = (
+    "Liger-Kernel (linkedin/Liger-Kernel @ead96b6): kernels liger times its RMSNorm (X read, Y and 1/rms written), "
+    "RoPE (q, k rotated in place) and SwiGLU/GeGLU (gate, up read, product written; backward in place) kernels "
+    "(formulas/elementwise_traffic.py eqs. E20/E21); loss liger-flce: one cross-entropy kernel over each logits chunk (3c V per "
+    "token, eq. E22), the lm_head GEMMs at the same FLOPs, and with the lm_head trained the weight gradient summed "
+    "once per chunk (formulas/liger_kernels.py eq. LG5)")
 
 
 MOE_ROUTER_FUSION_WHY = (
@@ -1833,9 +1849,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                         "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
     if (w.kernels == "liger" or w.loss == "liger-flce") and device.kind == "gpu":
-        warnings.append("Liger-Kernel's speed is not modelled: the step is timed as with transformers' eager modules "
-                        "and the eager cross-entropy (kernels pytorch, loss ce); no source gives Liger's step time "
-                        "for these settings (its benchmark/data/all_benchmark_data.csv times single kernels only)")
+        notes.append(Assumption("liger_kernels_time", True, True, LIGER_TIME_WHY))
+        warnings.append("Liger-Kernel's step time is its kernels' bytes (formulas/elementwise_traffic.py eqs. E20-E22, "
+                        "formulas/liger_kernels.py eq. LG5) at the memory-bound bandwidth; its own benchmark rows "
+                        "(A100, liger 0.2.1 / 0.4.2) agree only within a factor of about 2 per kernel, and its fused "
+                        "loss's per-chunk GEMMs at chunks under 1,024 rows run slower than their FLOPs say "
+                        "(tests/formulas/test_liger_speed.py)")
     share, tp_div = (stage_share(spec, w), w.tp) if w.tp * w.pp > 1 else (1.0, 1)
     t_attn = 0.0
     kernel = kernel_why = ""

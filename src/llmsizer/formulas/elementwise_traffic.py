@@ -132,6 +132,30 @@ them backward (kernels/cross_entropy_loss.py lines 78, 246 and 276: 3c V)::
     forward   F_u = 10c h + 8 + 2c (q_w + k_w) + 3c I + 2c sum(adapter out)                       (E8)
     backward  B_u = 18c h + 8 + 2c (q_w + k_w) + 6c I + 2c sum(adapter in)                        (E9)
 
+**Liger-Kernel** (``kernels='liger'``, ``loss='liger-flce'``; linkedin/Liger-Kernel @ead96b6, counted from each
+kernel's ``tl.load`` / ``tl.store``): ``_rms_norm_forward_kernel`` reads X and writes Y and the fp32 1/rms
+(ops/rms_norm.py lines 91, 124, 140: 2c h + 4; the weight row once per program), its backward reads dY, X and
+1/rms and writes dX (lines 192-196, 231: 3c h + 4; the weight gradient is one fp32 row per SM, line 234, summed once
+per step); ``_triton_rope`` rotates q and k in place and reads the half-width cos and sin rows (ops/rope.py lines
+67-112: 2c (q_w + k_w) + c d_h each way, full rotary only; ``rope_forward``'s ``transpose`` / ``contiguous`` are
+views of transformers' [b, s, heads, d] projections); ``_swiglu_forward_kernel`` / ``_geglu_tanh_forward_kernel``
+read gate and up and write the product (ops/swiglu.py lines 62-65, ops/geglu.py lines 35-46: 3c I), their backward
+reads dc, gate and up and writes both gradients in place (swiglu.py lines 82-95, geglu.py lines 61-84: 5c I). The
+residual adds, the input-gradient sums and PEFT's adapters stay eager (E1/E2's terms); a LayerNorm, a partial or
+concatenating rotary and a plain MLP are not Liger's and keep their eager count::
+
+    forward   F_l = 10c h + 8 + 2c (q_w + k_w) + c d_h + 3c I                                     (E20)
+    backward  B_l = 21c h + 8 + 2c (q_w + k_w) + c d_h + 5c I                                     (E21)
+
+The fused linear cross-entropy (ops/fused_linear_cross_entropy.py) runs ``liger_cross_entropy_kernel``
+(ops/cross_entropy.py) over each chunk of logits the chunk's GEMM wrote: one pass reading the row for its maximum
+and sum (lines 151-153), one reading it again and writing the gradient in place (lines 206-208, 252)::
+
+    loss = 3c V per token                                                                          (E22)
+
+(the logits' write is the GEMM's, as in (E3)); its per-chunk weight-gradient sums are formulas/liger_kernels.py
+eq. LG5. Checked against Liger-Kernel's own speed rows (A100; tests/formulas/test_liger_speed.py).
+
 **flash-attn's fused cross-entropy** (``loss='fused-xentropy'``: llm-foundry's default ``loss_fn``): the forward
 kernel ``cunn_SoftMaxXEntropyForward`` reads each row of the half-precision logits twice (the max-and-sum pass and
 the exp-sum pass: flash-attn v1.0.9 csrc/xentropy/xentropy_kernel.cu lines 452 and 466) and writes two fp32
@@ -333,9 +357,12 @@ def layernorm_bytes(hidden: int, c: float) -> tuple[float, float]:
 
 def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                 adapters: tuple[tuple[int, int], ...] = (), unsloth: bool = False,
-                seq_shards: int = 1, megatron: bool = False) -> tuple[float, float]:
+                seq_shards: int = 1, megatron: bool = False, liger: bool = False,
+                liger_swiglu: bool = True) -> tuple[float, float]:
     """(forward, backward) memory-bound bytes per token of one decoder layer: eqs. (E1)/(E2) eager, (E4)/(E5)
-    compiled, (E8)/(E9) Unsloth's kernels, (E15)/(E16) Megatron's fused layer (``megatron``); ``adapters``: (in,
+    compiled, (E8)/(E9) Unsloth's kernels, (E15)/(E16) Megatron's fused layer (``megatron``), (E20)/(E21)
+    Liger-Kernel's RMSNorm, RoPE and SwiGLU/GeGLU (``liger``; ``liger_swiglu`` False: its SwiGLU off, the MLP
+    PyTorch's, as ArcticTraining sets it under TiledMLP); ``adapters``: (in,
     out) of each LoRA-adapted linear; ``seq_shards``: the tensor-parallel degree t under sequence parallelism, whose
     ranks each run the hidden-width kernels (norms, residual adds, input-gradient sums) on 1/t of the tokens (eq.
     (E10)), else 1.
@@ -350,7 +377,7 @@ def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
         lora_f, lora_b = _eager_adapter_terms(adapters, c)
         fwd, bwd = fwd + (lora_f,), bwd + (lora_b,)
     else:
-        fwd, bwd = _layer_terms(w, c, compiled, norms_trained, adapters, unsloth)
+        fwd, bwd = _layer_terms(w, c, compiled, norms_trained, adapters, unsloth, liger, liger_swiglu)
     return _sum_terms(fwd, seq_shards), _sum_terms(bwd, seq_shards)
 
 
@@ -377,8 +404,8 @@ def _sum_terms(terms: tuple[tuple[float, bool], ...], seq_shards: int) -> float:
 
 
 def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
-                 adapters: tuple[tuple[int, int], ...], unsloth: bool
-                 ) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
+                 adapters: tuple[tuple[int, int], ...], unsloth: bool, liger: bool = False,
+                 liger_swiglu: bool = True) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
     """(forward, backward) addends per token of one decoder layer, each marked True when it is a hidden-width
     kernel of the sequence-parallel region (norms with their fp32 statistics, residual adds, input-gradient sums:
     eq. (E10)); False for the rotary, activation and LoRA scale-and-add kernels (head / intermediate widths)."""
@@ -391,6 +418,8 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                  (sum(2 * c * o for _, o in adapters), False)),
                 ((18 * c * h + 2 * F32, True), (rot, False), (act_b * c * i, False),
                  (sum(2 * c * n for n, _ in adapters), False)))
+    if liger and not compiled:
+        return _liger_terms(w, c, norms_trained, adapters, liger_swiglu)
     act_f, act_b = (5.0, 9.0) if w.gated else (2.0, 3.0)  # gated: act + mul; plain: act only
     act_fc, act_bc = (3.0, 5.0) if w.gated else (2.0, 3.0)
     if compiled:
@@ -405,6 +434,24 @@ def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
     return (((2 * nf + 6 * c * h, True), (rot * rotary_forward_bytes(w, c), False), (act_f * c * i, False), lora_f),
             ((2 * nb + 15 * c * h, True), (rot * (16 * c * (q + k) + 4 * c * d), False), (act_b * c * i, False),
              lora_b))
+
+
+def _liger_terms(w: LayerWidths, c: float, norms_trained: bool, adapters: tuple[tuple[int, int], ...],
+                 swiglu: bool = True) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
+    """Eqs. (E20)/(E21): (forward, backward) addends per token of one transformers decoder layer with Liger-Kernel's
+    modules swapped in (module docstring, "Liger-Kernel"), marked as :func:`_layer_terms` marks them. A LayerNorm, a
+    partial or concatenating rotary and a plain (ungated) MLP are not Liger's: their eager terms stay."""
+    h, i, q, k, d = w.hidden, w.intermediate, w.q_width, w.kv_width, w.head_dim
+    nf, nb = layernorm_bytes(h, c) if w.layernorm else rmsnorm_bytes(h, c, False, norms_trained)
+    norm_f = nf if w.layernorm else 2 * c * h + F32  # _rms_norm_forward_kernel: X read, Y and RSTD written
+    norm_b = nb if w.layernorm else 3 * c * h + F32  # _rms_norm_backward_kernel: dY, X, RSTD read, dX written
+    liger_rope = w.rotary and not w.rotary_cat and not 0 < w.rotary_dim < d
+    rot_f = (2 * c * (q + k) + c * d if liger_rope else rotary_forward_bytes(w, c)) if w.rotary else 0.0
+    rot_b = (2 * c * (q + k) + c * d if liger_rope else 16 * c * (q + k) + 4 * c * d) if w.rotary else 0.0
+    act_f, act_b = (3.0, 5.0) if w.gated and swiglu else (5.0, 9.0) if w.gated else (2.0, 3.0)
+    lora_f, lora_b = _eager_adapter_terms(adapters, c)
+    return (((2 * norm_f + 6 * c * h, True), (rot_f, False), (act_f * c * i, False), lora_f),
+            ((2 * norm_b + 15 * c * h, True), (rot_b, False), (act_b * c * i, False), lora_b))
 
 
 def rotary_forward_bytes(w: LayerWidths, c: float) -> float:
@@ -473,10 +520,14 @@ def moe_dispatch_bytes(hidden: int, topk: int, experts: int, c: float, p: float,
     return fwd, bwd
 
 
-def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False, fused_xentropy: bool = False) -> float:
+def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False, fused_xentropy: bool = False,
+               liger_flce: bool = False) -> float:
     """Bytes per token of the cross-entropy over ``vocab`` logits, forward and backward: (E3) eager, (E6)
-    compiled, Unsloth's ``fast_cross_entropy_loss`` 3c V, flash-attn's fused kernel 4c V (E11) (module docstring)."""
+    compiled, Unsloth's ``fast_cross_entropy_loss`` 3c V, flash-attn's fused kernel 4c V (E11), Liger's fused linear
+    cross-entropy's kernel 3c V (E22) (module docstring)."""
     _check(c, vocab)
+    if liger_flce:
+        return 3 * c * vocab
     if fused_xentropy:
         return 4 * c * vocab
     if unsloth:
@@ -565,8 +616,8 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1,
 
 def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                 adapters: dict[int, tuple[tuple[int, int], ...]], tp: int, unsloth: bool, seq_shards: int,
-                split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False, moe_permute: str = "none"
-                ) -> list[tuple[float, float, float]]:
+                split: ActivationSplit = EVERY_BLOCK_SPLIT, megatron: bool = False, moe_permute: str = "none",
+                liger: bool = False, liger_swiglu: bool = True) -> list[tuple[float, float, float]]:
     """(forward, backward, forward + backward) bytes per token of each decoder layer, in order. A layer's widths
     depend on it only through its kind (ModelSpec.layer_key) and whether it applies rotary positions
     (ModelSpec.rotary_layers: Llama 4's NoPE layers are of the same kind as its rotary ones): its bytes once per
@@ -579,7 +630,8 @@ def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
         widths = model_layer_widths(spec, n, tp, split)
         if moe_permute != "none" and widths.topk:
             widths = replace(widths, permuted=True, chunk_sorts=moe_permute == "permute+sort")
-        f, b = layer_bytes(widths, c, compiled, norms_trained, key[1], unsloth, seq_shards, megatron)
+        f, b = layer_bytes(widths, c, compiled, norms_trained, key[1], unsloth, seq_shards, megatron, liger,
+                           liger_swiglu)
         per_kind[key] = (f, b, f + b)
     return list(map(per_kind.__getitem__, kinds))
 
@@ -589,7 +641,8 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
                          loss_compiled: bool | None = None, sequence_parallel: bool = False,
                          metric_passes: int = 0, metric_autocast: bool = True, fp16: bool = False,
-                         megatron: bool = False, moe_permute: str = "none") -> float:
+                         megatron: bool = False, moe_permute: str = "none", liger: bool = False,
+                         liger_swiglu: bool = True) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6/E11; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
@@ -599,19 +652,22 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     (``metric_autocast``: under torch.autocast; ``fp16``: fp16 logits). ``megatron``: Megatron's fused layer,
     eqs. (E15)/(E16), in place of the eager (E1)/(E2). ``moe_permute``: the MoE layers' token permutation of
     Megatron's 'alltoall' dispatcher, eqs. (E17)/(E18): 'none', 'permute' (one local expert) or 'permute+sort'
-    (the received chunks sorted by local expert and back)."""
+    (the received chunks sorted by local expert and back). ``liger``: Liger-Kernel's layer modules, eqs. (E20)/(E21);
+    ``liger_swiglu`` False: with Liger's SwiGLU off; ``loss`` 'liger-flce': its fused linear cross-entropy, eq. (E22) (the per-chunk weight-gradient sums,
+    formulas/liger_kernels.py eq. LG5, are per micro-batch and added by the caller)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
     if moe_permute not in ("none", "permute", "permute+sort"):
         raise InputError(f"moe_permute must be none, permute or permute+sort, got {moe_permute!r}")
     rows = _layer_rows(spec, c, compiled, norms_trained, adapters, tp, unsloth, tp if sequence_parallel else 1,
-                       megatron=megatron, moe_permute=moe_permute)
+                       megatron=megatron, moe_permute=moe_permute, liger=liger,
+                       liger_swiglu=liger_swiglu)
     total = running_sum(map(itemgetter(2), rows))
     fwd_sum = running_sum(map(itemgetter(0), rows))
     total += fwd_sum * recomputed_layers / spec.num_layers
     if loss != "cut-ce":
         total += loss_bytes(-(-spec.vocab_size // tp), c, compiled if loss_compiled is None else loss_compiled,
-                            unsloth, fused_xentropy=loss == "fused-xentropy")
+                            unsloth, fused_xentropy=loss == "fused-xentropy", liger_flce=loss == "liger-flce")
     if metric_passes < 0:
         raise InputError("training-metric passes must not be negative")
     if metric_passes:

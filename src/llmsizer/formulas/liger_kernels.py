@@ -42,6 +42,22 @@ fused_linear_cross_entropy=True, rms_norm=True, swiglu=True``) swaps transformer
 
       kept:  t h c (+ V h w, lm_head trained) + 4 t        forward: chunk V c (+ V h (c + 4), w = c)       (LG4)
 
+Step time (the memory-bound kernels; formulas/elementwise_traffic.py eqs. E20-E22 count the per-token bytes of the
+layer kernels and the loss kernel). The GEMM FLOPs are unchanged: the lm_head's forward, input-gradient and
+weight-gradient products run chunk by chunk inside the forward (lines 114, 231, 249/257) in place of the eager
+lm_head's forward and backward. What is new is per chunk, on the [V, h] weight gradient, with the lm_head trained:
+half-precision weights (grad_weight in the weight's dtype w, ``accum_dtype`` None: the transformers integration
+passes none, transformers/model/loss_utils.py line 37) take line 257's ``grad_weight += torch.mm(...).float()``:
+the product written in c, read by ``.float()`` and written in fp32, then grad_weight and it read and grad_weight
+written; fp32 weights with a half-precision compute dtype take line 249's ``addmm(..., out_dtype=float32,
+out=grad_weight)`` (torch >= 2.8 on sm80+, line 18, 236-238), which reads and writes the fp32 grad_weight; fp32
+throughout is ``mm`` in fp32 then the same in-place add::
+
+    weight-gradient sums = chunks x V h x (2c + 8 + 2w  [w < 4],  8  [w = 4, c < 4],  16  [c = w = 4])   (LG5)
+
+per micro-batch (chunks from eq. LG3: 32 for Llama 3's V / h at a power-of-two token count). Measured against
+Liger-Kernel's own speed rows (benchmark/data/all_benchmark_data.csv; tests/formulas/test_liger_speed.py).
+
 Applies to the model types ``MODEL_TYPE_TO_APPLY_LIGER_FN`` lists (monkey_patch.py lines 3534-3585); ``check``
 refuses the rest. Terms not named above (LayerNorms, MoE experts, attention) keep their eager value.
 """
@@ -118,6 +134,17 @@ def flce_chunk_rows(tokens: int, hidden: int, vocab: int) -> int:
     inc_factor = -(-vocab // hidden)
     chunk = 1 << max(0, (-(-tokens // inc_factor) - 1).bit_length())  # triton.next_power_of_2
     return min(chunk, tokens)
+
+
+def flce_weight_grad_bytes(tokens: int, hidden: int, vocab: int, compute: int, weight_bytes: int) -> float:
+    """Eq. (LG5): bytes the fused linear cross-entropy moves per micro-batch of ``tokens`` summing the lm_head's
+    weight gradient chunk by chunk (the lm_head trained; module docstring)."""
+    if compute < 1 or weight_bytes < 1:
+        raise InputError("element sizes must be >= 1")
+    chunk = flce_chunk_rows(tokens, hidden, vocab)
+    chunks = -(-tokens // chunk)
+    per = 2 * compute + 8 + 2 * weight_bytes if weight_bytes < 4 else 8 if compute < 4 else 16
+    return float(chunks * vocab * hidden * per)
 
 
 def flce_terms(tokens: int, hidden: int, vocab: int, compute: int, weight_bytes: int,

@@ -670,8 +670,8 @@ class TrainingWorkload:
         layer, formulas/unsloth_kernels.py). Unsloth's recipe is kernels='unsloth', loss='cut-ce',
         grad_checkpointing='full' with checkpoint_offload. 'liger': transformers' modules with Liger-Kernel's
         RMSNorm, SwiGLU/GeGLU and RoPE swapped in (``apply_liger_kernel_to_*``, formulas/liger_kernels.py eqs. LG1,
-        LG2); its default recipe adds loss='liger-flce'. The step's time is not changed (no source gives Liger's
-        speed for a whole step).
+        LG2); its default recipe adds loss='liger-flce'. The step's time counts its kernels' bytes
+        (formulas/elementwise_traffic.py eqs. E20-E22, formulas/liger_kernels.py eq. LG5).
     mamba_path: what runs the Mamba layers of a Mamba / hybrid model: 'cuda-kernels' (mamba_ssm and causal-conv1d
         installed on a CUDA GPU, or built from source on ROCm) or 'torch' (transformers' reference functions: a
         CPU, Apple, or neither package installed), formulas/mamba_activations.py; None: cuda-kernels on a CUDA GPU,
