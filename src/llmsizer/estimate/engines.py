@@ -466,6 +466,9 @@ class StepHost:
     mode: str  # "serial" or "overlapped"
     seconds: float | None  # host seconds per decode step; None: not established
     source: str
+    # where ``seconds`` is None: the host seconds the decode range's slow end takes, composed in the row's ``mode``
+    # (``HOST_RANGE_STAND_IN``); None: no measured figure of the same host code to bound it with
+    range_seconds: float | None = None
 
     @property
     def name(self) -> str:
@@ -475,6 +478,19 @@ class StepHost:
     def established(self) -> bool:
         return self.seconds is not None
 
+
+# vLLM 0.8-0.13's host step (V1, synchronous scheduling) has no published measurement: no small-model row of those
+# releases states its release (review40 D8; searched: vLLM / SGLang / tenstorrent / gpustack / kvcached issues and
+# benchmark tables, the Hazy Research and Mirage low-latency comparisons: none states a 0.8-0.13 release beside a
+# <= 4B model at one or a few streams). Left out of the expected value (0 s, warned), a small model's step is its
+# device step alone, shorter than vLLM >= 0.14's host floor (eq. 14: max(device, 2.39 ms)), so a newer release is
+# estimated several times slower than an older one (Qwen3-0.6B, one stream on one H100: 1,277 tokens/s on 0.13, 418
+# on 0.14) -- an inversion of the missing measurement, not of the engines. The estimate states it (speed_layout
+# ``host_range_note``) and its range holds the newer answer: the range's slow end takes the one measured host step of
+# the V1 engine's host code (efficiency.VLLM_V1_HOST_STEP_SECONDS, VS07 on 0.19.0) in the release's own composition
+# (serial, eq. 7: device + host; overlapped with --async-scheduling, eq. 14). A bound, not an estimate: VS17-VS20
+# (Qwen3-8B on 0.11.0) put 0.11.0's serial host step below it at 8B (``VLLM_ASYNC_OPT_IN``).
+HOST_RANGE_STAND_IN = E.VLLM_V1_HOST_STEP_SECONDS
 
 STEP_HOST: tuple[StepHost, ...] = (
     StepHost("vllm", "vLLM < 0.6 (V0 engine)", (0, 0), (0, 6), "serial", E.VLLM_V0_STEP_SECONDS.expected,
@@ -489,7 +505,8 @@ STEP_HOST: tuple[StepHost, ...] = (
              "updates one step after the other (vllm 0.11.0 vllm/v1/engine/core.py:272-291, 0.13.0 :336-362; "
              "async_scheduling: bool = False, vllm/config/scheduler.py:133); its rows in validation/ (VS15-VS20) are "
              "device-bound, where a host term cannot be told apart from the bandwidth share, and they refute the "
-             "2.39 ms measured on 0.19.0 as this step's (VLLM_ASYNC_OPT_IN)"),
+             "2.39 ms measured on 0.19.0 as this step's (VLLM_ASYNC_OPT_IN); the decode range's slow end takes it "
+             "(HOST_RANGE_STAND_IN)", HOST_RANGE_STAND_IN.expected),
     StepHost("vllm", "vLLM >= 0.14 (V1 engine, asynchronous scheduling)", (0, 14), None, "overlapped",
              E.VLLM_V1_HOST_STEP_SECONDS.expected,
              "async scheduling by default since 0.14.0 (vllm/config/scheduler.py:133, vllm/config/vllm.py:588-628): "

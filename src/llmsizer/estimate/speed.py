@@ -248,11 +248,15 @@ def sm_stream_capped_efficiency(device: Any, fmt: str, engine: str | None, engin
 
 def engine_step_seconds_of(engine: str | None, engine_version: str | None, engine_step_seconds: float | None,
                            step_fixed: float, assumptions: list[Assumption],
-                           warnings: list[str], async_scheduling: bool = False) -> tuple[float, float]:
-    """(a decode step's fixed seconds, the engine's host step it overlaps): ``step_fixed`` plus the engine's
-    serial host step (eq. 7), or its overlapped one (eq. 14), from the engine's rule (``async_scheduling``: vLLM's
-    --async-scheduling given, engines.step_host) or as given."""
+                           warnings: list[str], async_scheduling: bool = False
+                           ) -> tuple[float, float, tuple[str, float] | None]:
+    """(a decode step's fixed seconds, the engine's host step it overlaps, the host step the decode range's slow end
+    takes): ``step_fixed`` plus the engine's serial host step (eq. 7), or its overlapped one (eq. 14), from the
+    engine's rule (``async_scheduling``: vLLM's --async-scheduling given, engines.step_host) or as given; the third,
+    (mode, seconds), where the rule's host step is not established but bounded (``StepHost.range_seconds``), else
+    None."""
     host_step = 0.0  # the engine's host step when it overlaps the device's (eq. 14)
+    host_range: tuple[str, float] | None = None
     if engine is None and engine_version is not None:
         raise InputError(f"an engine version ({engine_version}) needs its engine (vllm or sglang)")
     rule = ENG.step_host(engine, engine_version, async_scheduling) if engine is not None else None
@@ -273,15 +277,21 @@ def engine_step_seconds_of(engine: str | None, engine_version: str | None, engin
             f"{rule.versions}, {how}; {rule.source}"))
         if not rule.established:
             where = "between steps" if rule.mode == "serial" else "overlapped with the device"
+            if rule.range_seconds is not None:
+                host_range = (rule.mode, rule.range_seconds)
             warnings.append(f"{rule.versions}: the engine's host time per decode step ({where}) is not established "
                             "by a published measurement and is left out: decode may be slower than estimated"
                             + (", most where the device step is short (small models)" if rule.mode != "serial"
-                               else ""))
+                               else "")
+                            + (f"; the decode range's low end takes {rule.range_seconds * 1e3:.2f} ms "
+                               f"({ENG.HOST_RANGE_STAND_IN.name}, measured on a newer release) "
+                               + ("between steps" if rule.mode == "serial" else "overlapped")
+                               if rule.range_seconds is not None else ""))
         elif rule.mode == "serial":
             step_fixed += float(rule.seconds or 0.0)
         else:
             host_step = float(rule.seconds or 0.0)
-    return step_fixed, host_step
+    return step_fixed, host_step, host_range
 
 
 def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", prompt_tokens: int = 1024,
@@ -346,8 +356,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
     pre = tuple(assumptions)  # the load's identical_sequences goes between pre and post (estimate_speed's order)
     assumptions = []
     step_fixed = step_overhead(spec.num_layers, tau)
-    step_fixed, host_step = engine_step_seconds_of(engine, engine_version, engine_step_seconds, step_fixed,
-                                                   assumptions, warnings, async_scheduling)
+    step_fixed, host_step, host_range = engine_step_seconds_of(engine, engine_version, engine_step_seconds,
+                                                               step_fixed, assumptions, warnings, async_scheduling)
 
     # eager transformers launches every kernel of a step from Python: a step takes max(device, kernels x tau_host)
     # (formulas/launch_overhead.py eqs. K1, K4), a decode step and the prefill step (its forward and the loop's own
@@ -498,7 +508,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                        launch_host, prefill_host, eager_traffic, hf_cache, capability, pc, wb, mx_read, matmul_params,
                        read_bytes, matmul_parts, unread, t5, expert_bytes, head_component, head_params, width,
                        repeated_kv, pre, post, settled, decoded, path, llamacpp, unified, ub, repeats, eager_scores,
-                       score_layers, decode_loop_kernels, engine_host)
+                       score_layers, decode_loop_kernels, engine_host, host_range)
     return MethodType(layout_speed, setup)  # a bound method: its call costs less than a partial's (~20 ns)
 
 

@@ -102,6 +102,35 @@ def llamacpp_unfused_attention(device: Any, fmt: str, concurrency: int, assumpti
     return unfused, unfused_peak
 
 
+def host_range_note(host_range: tuple[str, float], decode: PhaseTime, concurrency: int, details: dict[str, Any],
+                    assumptions: list[Assumption], warnings: list[str]) -> None:
+    """A release whose host step is not established but bounded (engines.StepHost.range_seconds, engines.
+    HOST_RANGE_STAND_IN): the bound and its composition written to ``details`` (``SpeedEstimate.decode_range``'s slow
+    end reads them), named in ``assumptions``; where the modelled step is shorter than the bound -- a release whose
+    host step is established at it (vLLM >= 0.14, eq. 14: a step of at least that) is then estimated slower than this
+    one -- the inversion is stated in ``warnings``."""
+    mode, h = host_range
+    slow = decode.seconds + h if mode == "serial" else max(decode.seconds, h)  # eq. 7 / eq. 14
+    details["host_range_seconds"], details["host_range_mode"] = h, mode
+    f = ENG.HOST_RANGE_STAND_IN
+    assumptions.append(Assumption(
+        "decode_range_host_seconds", h, True,
+        f"the decode range's low end: this release's host step is not established, so its slow end takes the one "
+        f"measured host step of the same engine's host code, {h * 1e3:.2f} ms ({f.name}), "
+        + ("added to every step (formulas/speed.py eq. 7)" if mode == "serial" else
+           "overlapped: max(device, host) (formulas/speed.py eq. 14)")
+        + f": {decode.seconds * 1e3:.2f} -> {slow * 1e3:.2f} ms a step; a bound, not an estimate "
+        f"(estimate/engines.py HOST_RANGE_STAND_IN); {f.source}"))
+    if decode.seconds < h:
+        warnings.append(
+            f"host step not established for this release: its decode step ({decode.seconds * 1e3:.2f} ms, the device "
+            f"alone) is shorter than the {h * 1e3:.2f} ms host step measured on a newer release ({f.name}), the "
+            "floor of vLLM >= 0.14's step (asynchronous scheduling, formulas/speed.py eq. 14), so a newer release "
+            f"is estimated about {h / decode.seconds:.1f}x slower "
+            "than this one: the inversion is the missing measurement's, not the engines'; the decode range's low "
+            f"end takes that host step ({concurrency / slow:,.0f} tokens/s before the calibrated band)")
+
+
 def range_band_assumptions(spec: ModelSpec, device: Any, engine: str | None, engine_version: str | None,
                            llamacpp: bool, launch_host: float, tp: int, concurrency: int,
                            prefill: PhaseTime | None, decode: PhaseTime | None, details: dict[str, Any],
@@ -552,6 +581,8 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     if spec.recurrent_layer_count:
         details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(s, lay.split, tp, concurrency)
         details["state_dtypes"] = list(s.state_dtypes)
+    if s.host_range is not None and decode is not None:
+        host_range_note(s.host_range, decode, concurrency, details, assumptions, warnings)
     serving = range_band_assumptions(spec, device, s.engine, s.engine_version, s.llamacpp, s.launch_host, tp, concurrency,
                                      prefill, decode, details, assumptions, warnings)
     return SpeedEstimate(spec.name, device.id, count, tp, s.bytes_fmt, s.dtype, prompt_tokens, s.output_tokens,

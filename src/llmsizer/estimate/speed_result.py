@@ -197,8 +197,17 @@ class SpeedEstimate:
     @property
     def decode_range(self) -> tuple[float, float] | None:
         """Calibrated [low, high] aggregate decode tokens/s with no prompt competing (``decode_band`` x
-        ``decode_tokens_per_second``, the figure its rows measured)."""
-        return R.band_range(self.decode_band, self.decode_tokens_per_second)
+        ``decode_tokens_per_second``, the figure its rows measured). A release whose host step is not established but
+        bounded (details ``host_range_seconds``, estimate/engines.py HOST_RANGE_STAND_IN): the low end is the band's
+        low x the rate with that host step in the release's composition -- added to the step (eq. 7, serial) or
+        max(step, host) (eq. 14, overlapped)."""
+        r = R.band_range(self.decode_band, self.decode_tokens_per_second)
+        h = self.details.get("host_range_seconds")
+        if r is None or h is None or self.decode is None:
+            return r
+        t = self.decode.seconds
+        slow = t + h if self.details.get("host_range_mode") == "serial" else max(t, h)
+        return r[0] * t / slow, r[1]
 
     @property
     def range_coverage(self) -> dict[str, dict[str, Any] | None]:

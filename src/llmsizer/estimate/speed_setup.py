@@ -91,6 +91,9 @@ class SpeedSetup:
     score_layers: int
     decode_loop_kernels: int | None  # eager transformers: the loop's own kernels a step (None: not that path)
     engine_host: float  # eager transformers: the engine's host step its launches overlap
+    # a release whose host step is not established but bounded: (its mode, the seconds the decode range's slow end
+    # takes), engines.StepHost.range_seconds; None elsewhere
+    host_range: tuple[str, float] | None
     layouts: dict[int, ENG.LlamaCppKV] = field(default_factory=dict)  # llama.cpp's layout per batch (asked ~3 times)
 
 
