@@ -277,7 +277,9 @@ def _reading_words(at: dict[str, Any]) -> str:
     if at.get("meets_reading_speed") is None or not at.get("reading_speed"):
         return ""
     if at["meets_reading_speed"]:
-        return f" at reading speed ({format_limit(at['reading_speed'])} tokens/s per user, recommend's floor)"
+        passed = at.get("passed_over")  # the better rung that fits in memory but decodes slower (PassedOver.words)
+        return (f" at reading speed ({format_limit(at['reading_speed'])} tokens/s per user, recommend's floor)"
+                + (f"; {passed['why']}" if passed else ""))
     return (f"; none that fits reaches reading speed ({format_limit(at['reading_speed'])} tokens/s per user, "
             "recommend's floor), so this is the best-quality one")
 
