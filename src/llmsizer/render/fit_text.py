@@ -382,7 +382,7 @@ def memory_words(engine: str, memory: int, budget: int, details: dict[str, Any])
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(engine, int(details.get("reserved_bytes", memory)), int(need), offered,
-                                     details.get("pool_shortfall_bytes"))
+                                     details.get("pool_shortfall_bytes"), memory)
     return line
 
 
