@@ -59,7 +59,8 @@ def render_fit(r: FitResult) -> str:
         if r.replicas > 1 and r.tokens_per_second_total is not None:  # the table is one replica's share
             conc, busy = int(r.details["concurrency"]), int(r.details["busy_replicas"])
             out.append(f"all {r.replicas} replicas: {format_rate(r.tokens_per_second_total)} tokens/s (the table: one replica "
-                       f"at {s.concurrency} of the {conc} sequences"
+                       f"running {s.concurrency} of the {int(r.details.get('running_sequences', conc))} sequences "
+                       "running in all"
                        + (f"; {busy} replica{'s' if busy > 1 else ''} busy, the others idle)" if busy < r.replicas
                           else ")"))
         queued, wait = r.details.get("queued_sequences"), r.details.get("queue_wait_seconds")
@@ -447,8 +448,13 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
                     f"{format_rate(s.tokens_per_second_per_user)} per running sequence" if many else
                     f"decoding at {format_rate(s.tokens_per_second_per_user)}")
         several = int(load.get("replicas", 1)) > 1  # the rate typed, each replica's share and in flight beside it
+        # in flight named per replica or in all, and split into running and waiting for admission (probe33 D5:
+        # "114.6 in flight" per replica read beside "103 of the 206 sequences" in all)
+        waiting = float(load.get("waiting") or 0.0)
+        split = (f": {s.concurrency} running, {waiting:.1f} waiting for admission" if waiting >= 0.05 else "")
         at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
-              f", {load['request_rate_per_replica']:g}/s per replica)" if several else ")") if rate is not None else
+              f" per replica{split}; {load['request_rate_per_replica']:g}/s per replica)" if several else f"{split})")
+              if rate is not None else
               f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""))
         # the wait for admission where the engine admits fewer than could be in flight (eq. Q13)
         admission = (f"; waits for admission {format_chance(load['admission_wait_probability'])} of the time, "
