@@ -281,6 +281,11 @@ class Option:
     # tensor_parallel x pipeline_parallel devices), taken where fit's own layout does not fit within one machine
     # and a pipeline layout is faster (``estimate/fit.py`` ``with_pipeline_layouts``); 1 without stages
     pipeline_parallel: int = 1
+    # serving: the better rung on the ladder that fits in memory but misses a limit (the reading-speed floor where no
+    # limit was given), in its one sentence (estimate/format_search.py ``PassedOver.words``: 'Q4_K_M fits in memory
+    # but gives 5.2 tokens/s per user, under the 5.29 tokens/s reading speed'), so that the format named is not read
+    # as the best that fits in memory (probe33 D1); None where the option's format is the best that fits
+    passed_over: str | None = None
 
     @property
     def is_cpu(self) -> bool:
@@ -1016,7 +1021,10 @@ def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:
                                 device_kind=dev.kind, count=cand.count, tensor_parallel=pick.tensor_parallel,
                                 replicas=1, engine=pick.engine, instances=instances_for(cand.count, cand.instance))
     if pick.fit is not None:
-        return _option_from_fit(stub, pick.fit, pick.status, list(pick.reasons))
+        opt = _option_from_fit(stub, pick.fit, pick.status, list(pick.reasons))
+        if pick.status == "meets" and pick.passed_over is not None:
+            opt = _replace(opt, passed_over=pick.passed_over.words())
+        return opt
     return Option(**stub, weights_format=pick.weights_format, status=pick.status, reasons=pick.reasons,
                   memory_per_device=pick.memory_per_device, budget_per_device=pick.budget_per_device)
 

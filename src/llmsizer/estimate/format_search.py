@@ -183,6 +183,36 @@ def latency_failures(sp: Any, limits: LatencyLimits, wait: float | None = None) 
 
 
 @dataclass(frozen=True)
+class PassedOver:
+    """A rung above a met pick that fits in memory but misses a limit (``pick_format``'s first such rung): what a
+    pick's answer says so that "the best format that fits" is not read as "the best that fits in memory" (probe33
+    D1: Q3_K_M named while Q4_K_M fits but decodes under reading speed). ``misses``: ``latency_failures``' words;
+    ``reading_floor``: recommend's floor (``READING_FLOOR``) where the search applied it (``format_on``:
+    ``reading_floor_applies``), None where the limits were the caller's."""
+
+    weights_format: str
+    engine: str
+    tokens_per_second_per_user: float | None
+    misses: tuple[str, ...]
+    reading_floor: float | None = None
+
+    def words(self) -> str:
+        """The one sentence every face prints for it (fit's hint, ``models --fits-on``, capacity's alternative)."""
+        fmt = format_name(self.weights_format)
+        user = self.tokens_per_second_per_user
+        if self.reading_floor is not None and user is not None and user < self.reading_floor:
+            return (f"{fmt} fits in memory but gives {format_rate(user)} tokens/s per user, under the "
+                    f"{format_limit(self.reading_floor)} tokens/s reading speed")
+        return f"{fmt} fits in memory but misses " + "; ".join(self.misses)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape (``fits_at['passed_over']``, an option's ``passed_over``): the fields and the sentence."""
+        return {"weights": self.weights_format, "engine": self.engine,
+                "tokens_per_second_per_user": self.tokens_per_second_per_user, "misses": list(self.misses),
+                "reading_speed": self.reading_floor, "why": self.words()}
+
+
+@dataclass(frozen=True)
 class FormatPick:
     """What the ladder walk (``pick_format``) answers for one target: ``status`` ``meets`` (the rung ``weights_format``
     fits and meets the limits) or ``rejected`` (why in ``reasons``); ``fit``: fit's answer behind a rung that fits
@@ -215,6 +245,10 @@ class FormatPick:
     # the pipeline layouts a rung's search left out, each in fit's words (fit.stages_left_line: vLLM 0.10-0.14 with
     # --async-scheduling stops at start with stages), also among ``warnings`` and, rejected, ``reasons``
     stages_left: tuple[str, ...] = ()
+    # a met pick below a rung that fits in memory but misses a limit: that rung and why (``PassedOver``)
+    passed_over: PassedOver | None = None
+    # recommend's reading-speed floor where ``format_on`` held the rungs to it (tokens/s per user), else None
+    reading_floor: float | None = None
 
 
 def serves_alone(r: FitResult) -> bool:
@@ -337,6 +371,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     cuda = cuda_memory(dev, memory) or usable  # what vLLM's pool is a share of (the estimate's cuda_total)
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
+    passed: PassedOver | None = None  # the first rung that fits in memory but misses a latency limit
     # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
     # fit was asked: its answer is built only for the one reported)
     # (..., the limit the weights passed: its bytes and words, the rung's engine)
@@ -485,9 +520,12 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         bad = latency_failures(r.speed, limits, wait_before_ttft(r.details))
         if not bad:
             return said(FormatPick("meets", r.engine, r.tensor_parallel, r.weights_format,
-                                   (f"fits at {format_name(fmt)}: {r.reasons[0]}",), r, warnings=r.all_warnings))
+                                   (f"fits at {format_name(fmt)}: {r.reasons[0]}",), r, warnings=r.all_warnings,
+                                   passed_over=passed))
         if unsure and serves_alone(r):  # the unsure rung may have been refused: ask in full
             return in_full()
+        passed = passed or PassedOver(r.weights_format, r.engine,
+                                      r.speed.tokens_per_second_per_user if r.speed is not None else None, tuple(bad))
         unsure = False  # (the first fitting rung is this one, or the unsure one and this not alone: alike)
         if first_fit is None:  # a rejection reports the highest-quality format that fits, with its own reason
             first_fit = r
@@ -577,7 +615,8 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
     host_device, host_memory = host_part(normalize_engine(engine) if engine else None, device, host_device,
                                          host_memory, hardware_files)
     unchecked = reading_floor_unchecked(device) if output_tokens != 0 else None
-    if unchecked is None and reading_floor_applies(limits, output_tokens):
+    floor_held = unchecked is None and reading_floor_applies(limits, output_tokens)
+    if floor_held:
         # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
         limits = dataclasses.replace(limits, user_tokens_per_second=READING_FLOOR)
     check_headroom(headroom)  # checked once; each rung's margin is its engine's (estimate/verdict.py margin_rule)
@@ -587,6 +626,9 @@ def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | N
                         output_tokens=output_tokens, weights=weights, limits=limits, headroom=headroom,
                         hardware_files=hardware_files, engine_given=engine, fields=fields, host_device=host_device,
                         host_memory=host_memory, also_smallest_ladder=also_smallest_ladder)
+    if floor_held:  # the floor this search held each user to: the pick's answer names it (fits_at, options)
+        pick = dataclasses.replace(pick, reading_floor=READING_FLOOR, passed_over=pick.passed_over and (
+            dataclasses.replace(pick.passed_over, reading_floor=READING_FLOOR)))
     return pick, unchecked
 
 
@@ -683,8 +725,9 @@ def fits_at(spec: ModelSpec | str, hardware: str | Device | Instance, count: int
         return None
     if asked.status == "meets":
         if asked.none_on is None:
-            return _fits_at_dict(asked, True)
-        return {**_fits_at_dict(asked, False), "none_on": {"engine": asked.none_on[0], "why": asked.none_on[1]}}
+            return {**_fits_at_dict(asked, True), **_met_speed(asked)}
+        return {**_fits_at_dict(asked, False), **_met_speed(asked),
+                "none_on": {"engine": asked.none_on[0], "why": asked.none_on[1]}}
     kind = target_and_count(hardware, count, kwargs.get("hardware_files", ()), instances=True)[0].kind
     if kind != "gpu" or spec.model_type in ENGINE_LACKS_MODEL.get(SMALLEST_LADDER_ENGINE, {}):
         return _below_floor(asked, {})
@@ -794,6 +837,22 @@ def _below_floor(pick: FormatPick, none_on: dict[str, Any]) -> dict[str, Any] | 
     return {**_fits_at_dict(pick, same), **none_on, "reading_speed": READING_FLOOR, "meets_reading_speed": False,
             "decode_tokens_per_second": r.speed.tokens_per_second if r.speed is not None else None,
             "tokens_per_second_per_user": user}
+
+
+def _met_speed(pick: FormatPick) -> dict[str, Any]:
+    """A met pick's speed words for ``fits_at`` (either ladder, ``same_engine`` or not): where ``format_on`` held the
+    rungs to the reading-speed floor, the floor, ``meets_reading_speed`` True and the rung's decode speed per user (as
+    ``_below_floor`` and fit --auto's hint carry them, render/fit_text.py ``_reading_words``); and the rung above it
+    that fits in memory but missed (``passed_over``: its sentence, ``PassedOver.words``). Empty where neither holds."""
+    out: dict[str, Any] = {}
+    sp = pick.fit.speed if pick.fit is not None else None
+    if pick.reading_floor is not None and sp is not None and sp.tokens_per_second_per_user is not None:
+        out.update(reading_speed=pick.reading_floor, meets_reading_speed=True,
+                   decode_tokens_per_second=sp.decode_tokens_per_second,
+                   tokens_per_second_per_user=sp.tokens_per_second_per_user)
+    if pick.passed_over is not None:
+        out["passed_over"] = pick.passed_over.as_dict()
+    return out
 
 
 def _fits_at_dict(pick: FormatPick, same_engine: bool) -> dict[str, Any]:

@@ -328,7 +328,7 @@ def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
     apply); none meeting it, the best rung that fits, its speed stated (``meets_reading_speed`` False). A rung whose
     speed is unknown (layers or experts on a host CPU not named) is named unchecked (None), as recommend judges a
     device of no sourced bandwidth on memory only (format_search.py ``reading_floor_unchecked``)."""
-    from .format_search import READING_FLOOR, LatencyLimits, latency_failures, reading_floor_applies
+    from .format_search import READING_FLOOR, LatencyLimits, PassedOver, latency_failures, reading_floor_applies
     from .formats import format_ladder, weights_asked
 
     spec = spec_of(model)
@@ -336,6 +336,7 @@ def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
     if timing is not None and reading_floor_applies(limits, kwargs.get("output_tokens")):
         limits = LatencyLimits(user_tokens_per_second=READING_FLOOR)
     first: dict[str, Any] | None = None
+    first_bad: list[str] = []
     for fmt in format_ladder(spec, "llamacpp", None):
         r = fit_llamacpp(spec, free, fits_at=False, **{**kwargs, "weights": weights_asked(fmt)})
         if not r.fits:
@@ -367,10 +368,15 @@ def auto_fits_at(model: ModelSpec | str, free: Sequence[int], *,
         if timed.tokens_per_second_per_user is None:  # no host CPU named: the floor not checked, as recommend
             at["meets_reading_speed"] = None          # judges a device of unknown bandwidth on memory only
             return at
-        at["meets_reading_speed"] = not latency_failures(timed, limits)
+        bad = latency_failures(timed, limits)
+        at["meets_reading_speed"] = not bad
         if at["meets_reading_speed"]:
+            if first is not None:  # a better rung fits but decodes under the floor: the answer says so (probe33 D1)
+                at["passed_over"] = PassedOver(first["weights"], "llamacpp", first["tokens_per_second_per_user"],
+                                               tuple(first_bad), limits.user_tokens_per_second).as_dict()
             return at
-        first = first or at
+        if first is None:
+            first, first_bad = at, bad
     return first
 
 

@@ -176,6 +176,20 @@ def vllm_pool_words(cuda_total: int, utilization: float) -> str:
             f"{format_bytes(vllm_pool_bytes(cuda_total, utilization))}")
 
 
+def sglang_pool_words(mem_fraction_static: float, free_before_load: int, cuda_total: int, tp: int = 1) -> str:
+    """SGLang's static share in words, of the base SGLang multiplies it by (probe33 D9: the device memory was named):
+    the memory free before the weights load, torch.cuda.mem_get_info's free after the parallel groups exist (sglang
+    0.5.23 python/sglang/srt/distributed/bootstrap.py:193-223 measure_pre_model_load_memory, srt/utils/common.py:427-456
+    get_available_gpu_memory), so CUDA's total less the CUDA context (and NCCL's buffers with TP); the KV budget is
+    that x mem_fraction_static less what is resident after loading (srt/mem_cache/kv_cache_configurator.py:2990-3039
+    ``_profile_available_bytes``: free - pre_model_load_memory x (1 - mem_fraction_static)); estimate/inference/
+    sglang.py sizes its pool so ('pre')."""
+    less = "the CUDA context" + (" and NCCL's communicator buffers" if tp > 1 else "")
+    return (f"mem_fraction_static {mem_fraction_static} x {format_bytes(free_before_load)} free before the weights "
+            f"load (CUDA's total {format_bytes(cuda_total)} less {less}) = "
+            f"{format_bytes(int(mem_fraction_static * free_before_load))}")
+
+
 def fits_budget(need: int, usable: int, headroom: float | Margin) -> bool:
     """Eq. (2): whether an expected need [bytes per device] fits a device of ``usable`` bytes under ``headroom`` (a
     share, eq. 1, or a Margin, eq. 1 or 1'): ``memory_verdict``'s ``fits`` without its words (a search that only

@@ -269,6 +269,9 @@ class Alternative(NamedTuple):
 
     fit: FitResult
     layout: str  # '' where the request pins no degree
+    # ``quantized_fit``: the better format that fits in memory but misses the job's limits (reading speed where it
+    # states none), the search's one sentence (recommend ``Option.passed_over``); '' where none was passed over
+    passed_over: str = ""
 
 
 def at_jobs_degree(job: InferenceJob, size: Callable[[int | None], FitResult | None]) -> Alternative | None:
@@ -327,20 +330,24 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
     limits = Constraints(max_ttft=job.latency.ttft, user_tokens_per_second=job.latency.tokens_per_second_per_user,
                          headroom=job.resources.headroom)
 
+    passed: list[str] = []  # the chosen option's passed-over sentence (its last size call's)
+
     def size(tp: int | None) -> FitResult | None:  # (a None degree: the search drops it, fit's choice)
         stages = pipeline_of(job)  # the request's stages, at its degree or fit's choice of one (estimate/fit.py)
         option = best_option_on(spec, device, count, constraints=limits, engine=job.engine, tensor_parallel=tp,
                                 **fields, **stages)
         if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format, option.engine):
             return None
+        passed[:] = [option.passed_over or ""]
         if not stages and option.pipeline_parallel > 1:  # the search's pipeline layout (fit.with_pipeline_layouts):
             stages = {"pipeline_parallel": option.pipeline_parallel}  # fit's answer on those stages, as it chose
         return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
                    headroom=job.resources.headroom, tensor_parallel=tp, **fields, **stages)
     try:
-        return at_jobs_degree(job, size)
+        alt = at_jobs_degree(job, size)
     except InputError:  # the device cannot run the workload at all (no sourced memory, an engine it refuses)
         return None
+    return alt._replace(passed_over=passed[0]) if alt is not None and passed else alt
 
 
 def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None = None,

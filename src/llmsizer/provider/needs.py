@@ -57,7 +57,7 @@ def _quantizer(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
             r = alt.fit if alt is not None else None
             answers[key] = None if alt is None or r is None or r.memory_per_device is None else Quantized(
                 r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r), alt.layout,
-                _verdict_need(r, dev.kind))
+                _verdict_need(r, dev.kind), alt.passed_over)
         return answers[key]
     return at
 

@@ -113,6 +113,9 @@ class Quantized:
     # pin, or fit's choice and why the pin does not hold there; '' where none is pinned
     layout: str = ""
     verdict_need_per_device: int = 0  # [B] what fit's verdict compared (estimate/fit.py verdict_need)
+    # the better format that fits in memory but misses the job's limits or reading speed (plan/inference.py
+    # Alternative.passed_over, the search's sentence); '' where none was passed over
+    passed_over: str = ""
 
 
 @dataclass(frozen=True)
@@ -1327,7 +1330,7 @@ def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
             if p is not None:
                 out.append(f"serve a quantized model: {q.weights_format} on {q.engine}, {count} x {dev} at {p.site} "
                            f"(`llmsizer fit --weights {q.weights_format}` at the plan's peak load: {q.memory}"
-                           f"{_layout(q.layout)})")
+                           f"{_layout(q.layout)}" + (f"; chosen because {q.passed_over}" if q.passed_over else "") + ")")
                 break
     return out
 

@@ -59,7 +59,8 @@ def render_fit(r: FitResult) -> str:
         if r.replicas > 1 and r.tokens_per_second_total is not None:  # the table is one replica's share
             conc, busy = int(r.details["concurrency"]), int(r.details["busy_replicas"])
             out.append(f"all {r.replicas} replicas: {format_rate(r.tokens_per_second_total)} tokens/s (the table: one replica "
-                       f"at {s.concurrency} of the {conc} sequences"
+                       f"running {s.concurrency} of the {int(r.details.get('running_sequences', conc))} sequences "
+                       "running in all"
                        + (f"; {busy} replica{'s' if busy > 1 else ''} busy, the others idle)" if busy < r.replicas
                           else ")"))
         queued, wait = r.details.get("queued_sequences"), r.details.get("queue_wait_seconds")
@@ -277,7 +278,9 @@ def _reading_words(at: dict[str, Any]) -> str:
     if at.get("meets_reading_speed") is None or not at.get("reading_speed"):
         return ""
     if at["meets_reading_speed"]:
-        return f" at reading speed ({format_limit(at['reading_speed'])} tokens/s per user, recommend's floor)"
+        passed = at.get("passed_over")  # the better rung that fits in memory but decodes slower (PassedOver.words)
+        return (f" at reading speed ({format_limit(at['reading_speed'])} tokens/s per user, recommend's floor)"
+                + (f"; {passed['why']}" if passed else ""))
     return (f"; none that fits reaches reading speed ({format_limit(at['reading_speed'])} tokens/s per user, "
             "recommend's floor), so this is the best-quality one")
 
@@ -380,7 +383,7 @@ def memory_words(engine: str, memory: int, budget: int, details: dict[str, Any])
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(engine, int(details.get("reserved_bytes", memory)), int(need), offered,
-                                     details.get("pool_shortfall_bytes"))
+                                     details.get("pool_shortfall_bytes"), memory)
     return line
 
 
@@ -445,8 +448,13 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
                     f"{format_rate(s.tokens_per_second_per_user)} per running sequence" if many else
                     f"decoding at {format_rate(s.tokens_per_second_per_user)}")
         several = int(load.get("replicas", 1)) > 1  # the rate typed, each replica's share and in flight beside it
+        # in flight named per replica or in all, and split into running and waiting for admission (probe33 D5:
+        # "114.6 in flight" per replica read beside "103 of the 206 sequences" in all)
+        waiting = float(load.get("waiting") or 0.0)
+        split = (f": {s.concurrency} running, {waiting:.1f} waiting for admission" if waiting >= 0.05 else "")
         at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
-              f", {load['request_rate_per_replica']:g}/s per replica)" if several else ")") if rate is not None else
+              f" per replica{split}; {load['request_rate_per_replica']:g}/s per replica)" if several else f"{split})")
+              if rate is not None else
               f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""))
         # the wait for admission where the engine admits fewer than could be in flight (eq. Q13)
         admission = (f"; waits for admission {format_chance(load['admission_wait_probability'])} of the time, "

@@ -68,6 +68,10 @@ def fits_on_text(res: ModelsThatFit, command: Callable[[str, str], str] | None =
     lines.append(f"{n} of {len(res.options)} models fit" + (f" ({split} with experts in host memory, below)" if split
                                                             else ""))
     lines += host_lines
+    # a row whose format is below a better one that fits in memory but misses the floor (or the limits): why, in the
+    # option's own sentence (estimate/format_search.py PassedOver.words), so the row is not read as the best in memory
+    lines += [f"{e.name}: {o.weights_format.removeprefix('gguf:')}, as {o.passed_over}" for e, o in res.options
+              if o.status == "meets" and o.passed_over]
     if data.get("text_only_left_out"):
         lines.append(f"{data['text_only_left_out']} text-only model(s) left out: images and video do not apply to them")
     lines += [f"warning: {w}" for w in data["warnings"]]

@@ -120,7 +120,7 @@ def estimate_facts(est: Estimate) -> list[str]:
         offered = d.get("workload_budget_bytes")
         out.append(pool_and_need(engine, int(d.get("reserved_bytes", est.total("device")[1])),
                                  int(d["workload_bytes"]), int(offered) if offered is not None else None,
-                                 d.get("pool_shortfall_bytes")))
+                                 d.get("pool_shortfall_bytes"), est.total("device")[1]))
     if "memory_needed" in d:
         out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
     if "peak_phase" in d:
@@ -166,16 +166,22 @@ def room_left(left: int) -> str:
 
 
 def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = None,
-                  shortfall: int | None = None) -> str:
+                  shortfall: int | None = None, held: int | None = None) -> str:
     """The one wording of what a pool-reserving engine (vLLM, SGLang) takes of a device and what the workload needs of
     it (``estimate/inference/vllm.py`` / ``sglang.py`` ``workload_bytes``, compared with ``workload_budget_bytes``,
     what the pool offers; ``reserved``: the details' ``reserved_bytes``, the pool it holds once started, never the
     weights and activations beyond it; ``shortfall``: vLLM's ``pool_shortfall_bytes``, by how much the weights,
     activations and overhead alone exceed its pool, so it does not start): `infer`, `fit`, the plan and the web
-    calculator (static/js/calculator.js) say the same."""
+    calculator (static/js/calculator.js) say the same. ``held``: the memory per device printed beside it (the
+    estimate's device total); where the pool has no room for a KV cache (``shortfall``) that total holds none, so
+    the need (which adds the cache its sequences need) is said as that total plus the cache, two figures named
+    apart (probe33 D8: "memory per device 380.54 GiB ... needs 380.72 GiB" in one line)."""
     name = ENGINE_NAMES.get(engine, engine)
     of = f" of the {format_bytes(offered)} it offers (with the CUDA context)" if offered is not None else ""
     over = " (more than it offers)" if need > (offered if offered is not None else reserved) else ""
+    if shortfall and held is not None and need > held:
+        over += (f": the {format_bytes(held)} it holds before the KV cache + {format_bytes(need - held)} of KV "
+                 "cache for its sequences")
     start = (f"; {name} does not start: what it holds before the KV cache exceeds its pool by "
              f"{format_bytes(shortfall)}" if shortfall else "")
     return (f"reserved {format_bytes(reserved)} per device{' once started' if shortfall else ''} ({name} takes its "

@@ -82,6 +82,7 @@ from ..verdict import (
     margin_rule,
     memory_verdict,
     pool_admits,
+    sglang_pool_words,
     vllm_pool_words,
 )
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
@@ -819,7 +820,11 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc, shown_growth: int 
         v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context,
                               est.total("device")[1], mem, mfs, engine="SGLang", pool=binding_pool_words(est.details),
                               knob="mem_fraction_static", requested=w.concurrency,
-                              bound=binding_pool(est.details))
+                              bound=binding_pool(est.details),
+                              # the base SGLang multiplies the share by (sglang.py 'pre'), not the device memory
+                              pool_words=None if "free_before_load_bytes" not in est.details else sglang_pool_words(
+                                  mfs, int(est.details["free_before_load_bytes"]),
+                                  int(est.details["workload_budget_bytes"]), w.tensor_parallel))
         no_pool = est.details.get("sglang_too_small") or est.details.get("sglang_no_pool")
         if no_pool:  # no pool at all (SGLang does not start): say why, not "0 tokens at a fraction"
             v = dataclasses.replace(v, fits=False, reason=str(no_pool), warnings=(f"does not fit: {no_pool}",))

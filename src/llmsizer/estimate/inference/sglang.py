@@ -693,6 +693,9 @@ def compose_sglang(ctx: Context) -> None:
         # workload_bytes <= memory exactly when the need fits the token pool and the MambaPool (eq. 2b's fixed split:
         # a short MambaPool counts the token pool whole beside its own need)
         "workload_budget_bytes": total,
+        # the base mem_fraction_static multiplies (eq. 2): free memory before the weights load (verdict.py
+        # sglang_pool_words, the words every answer says it in)
+        "free_before_load_bytes": pre,
         # what SGLang holds once started: mem_fraction_static x pre (weights + pool) + its reserve + the context and
         # communicators measured before it = CUDA's total of the device (common.py cuda_total); the device total
         # exceeds it only with no pool (no start); with no attention layer the rest the MambaPool leaves is not

@@ -269,6 +269,8 @@ function render(d) {
     el("b", { id: "need-bytes", "data-bytes": need }, formatBytes(need)),
     offered === undefined || offered === null ? " of it" : ` of the ${formatBytes(offered)} it offers (with the CUDA context)`,
     need > (offered ?? reserved) ? " (more than it offers)" : "",
+    // no room for a KV cache: the total above holds none, the need adds the cache its sequences need (pool_and_need)
+    short && need > dev.bytes ? `: the ${formatBytes(dev.bytes)} it holds before the KV cache + ${formatBytes(need - dev.bytes)} of KV cache for its sequences` : "",
     short ? `; ${engineName} does not start: what it holds before the KV cache exceeds its pool by ${formatBytes(short)}` : ""]));
   const mt = $("media-tokens");
   mt.hidden = !d.details.media_tokens;
