@@ -124,7 +124,7 @@ from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import layout_devices, recomputes_whole_layer
 from .specs.workload import implied_engine, normalize_engine, read_number
 from .suggest import did_you_mean
-from .units import format_bytes, format_count, format_rate, format_seconds, format_usd
+from .units import compared_usd, format_bytes, format_count, format_rate, format_seconds, format_usd
 
 MAX_REPLICAS = 64
 MAX_SEARCH_NODES = 512  # the most machines the training scale-out search grows a layout to
@@ -1125,8 +1125,8 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
         if price is None:
             return _replace(opt, status="rejected", reasons=("no hourly price to compare with the budget",))
         if price > c.max_cost_per_hour:
-            return _replace(opt, status="rejected",
-                            reasons=(f"${price:.2f}/h exceeds the ${c.max_cost_per_hour:g}/h budget", *reasons))
+            said, budget = compared_usd(price, c.max_cost_per_hour)
+            return _replace(opt, status="rejected", reasons=(f"{said}/h exceeds the {budget}/h budget", *reasons))
     return opt
 
 
@@ -1669,10 +1669,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         elif c.max_cost is not None and (total is None or total > c.max_cost):
             opt = _replace(opt, status="rejected", reasons=(  # money as units.format_usd: cents below $100
                 "no price to compare with the budget" if total is None
-                else f"run costs {format_usd(total)} > {format_usd(c.max_cost)}",))
+                else "run costs {} > {}".format(*compared_usd(total, c.max_cost)),))
         elif c.max_cost_per_hour is not None and (price is None or price > c.max_cost_per_hour):
             opt = _replace(opt, status="rejected", reasons=(
-                "no hourly price" if price is None else f"${price:.2f}/h exceeds ${c.max_cost_per_hour:g}/h",))
+                "no hourly price" if price is None else "{}/h exceeds {}/h".format(*compared_usd(price,
+                                                                                            c.max_cost_per_hour)),))
         (meets if opt.status == "meets" else rejected).append(opt)
 
     for cand0 in cands:

@@ -299,21 +299,71 @@ def bytes_text(n: int) -> str:
     return str(n)
 
 
-@lru_cache(maxsize=8192)  # a pure function; a catalog-wide search formats the same budgets over and over
-def format_bytes(n: float, *, binary: bool = True) -> str:
-    """Format bytes for people: GiB/MiB (binary, default) or GB/MB (decimal). Never mixes the two."""
-    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB") if binary else ("B", "KB", "MB", "GB", "TB", "PB")
-    base = 1024.0 if binary else 1000.0
-    x = float(n)
-    sign = "-" if x < 0 else ""
-    x = abs(x)
-    i = 0
-    while x >= base and i < len(units) - 1:
+_SIZE_NAMES: dict[bool, tuple[str, ...]] = {True: ("B", "KiB", "MiB", "GiB", "TiB", "PiB"), False: ("B", "KB", "MB", "GB", "TB", "PB")}
+
+
+def _byte_unit(n: float, binary: bool) -> int:
+    """The power of 1024 (``binary``) or 1000 that ``format_bytes`` says ``n`` bytes in."""
+    base, x, i = (1024.0 if binary else 1000.0), abs(float(n)), 0
+    while x >= base and i < len(_SIZE_NAMES[binary]) - 1:
         x /= base
         i += 1
+    return i
+
+
+@lru_cache(maxsize=8192)  # a pure function; a catalog-wide search formats the same budgets over and over
+def format_bytes(n: float, *, binary: bool = True, unit: int | None = None, places: int = 2) -> str:
+    """Format bytes for people: GiB/MiB (binary, default) or GB/MB (decimal). Never mixes the two. ``unit`` (a power
+    of the base) and ``places`` are ``compared_bytes``'s: one side of a pair in the other's unit and decimals."""
+    i = _byte_unit(n, binary) if unit is None else unit
+    x = float(n) / (1024.0 if binary else 1000.0) ** i
     if i == 0:
-        return f"{sign}{int(x)} B"
-    return f"{sign}{x:.2f} {units[i]}"
+        return f"{int(x)} B"
+    return f"{x:.{places}f} {_SIZE_NAMES[binary][i]}"
+
+
+_MOST_PLACES = 40  # the most decimals a pair is said at (a double's 17 significant digits of a value down to 1e-23)
+
+
+def _order(values: tuple[float, ...]) -> list[int]:
+    """Each value's order against the last (the bound it is judged by): -1, 0 or 1 (``<``, ``==``, ``>``)."""
+    return [(x > values[-1]) - (x < values[-1]) for x in values[:-1]]
+
+
+def compared_places(values: tuple[float, ...], places: int) -> int:
+    """The fewest decimals, ``places`` or more, at which each of ``values`` (already in the unit they are printed in)
+    rounded compares with the last (the bound) as the exact values do: ``<``, ``==`` or ``>``. The one rule that keeps a printed need and its
+    bound (a speed and its floor, a memory and its budget, a TTFT and its limit) from contradicting the verdict drawn
+    from the exact numbers (a speed of 5.26 said '5.3' against a floor of 5.29). Rounding all to the same decimals is
+    monotone, so it never reverses an order; it can only merge two values into one text, which more decimals undo."""
+    want = _order(values)
+    # 17 significant digits tell any two doubles apart: past them more decimals show nothing new
+    small = min((abs(v) for v in values if v), default=1.0)
+    most = min(_MOST_PLACES, max(places, 17 - math.floor(math.log10(small))) if math.isfinite(small) else places)
+    for p in range(max(places, 0), most + 1):
+        if _order(tuple(round(v, p) for v in values)) == want:
+            return p
+    return most
+
+
+def _places_of(text: str) -> int:
+    """The decimals a formatted number ``text`` shows ('5.29' -> 2, '1,097' -> 0)."""
+    head = text.split()[0]
+    return len(head) - head.index(".") - 1 if "." in head else 0
+
+
+def compared_bytes(*sizes: float, binary: bool = True) -> tuple[str, ...]:
+    """Memory sizes read against the last (a need, its high end, then the budget they are judged by), each said as
+    ``format_bytes`` says it, but those in the budget's unit at one number of decimals with it: as many as
+    ``compared_places`` needs for each one's printed order against the budget to agree with the exact one
+    ('79.004 GiB' against '79.000 GiB', not '79.00 GiB' against '79.00 GiB'). A size in another unit (MiB against
+    GiB) already reads in order and is said alone."""
+    unit = _byte_unit(sizes[-1], binary)
+    same = [k for k, n in enumerate(sizes) if _byte_unit(n, binary) == unit]
+    size = (1024.0 if binary else 1000.0) ** unit
+    p = compared_places(tuple(float(sizes[k]) / size for k in same), 2) if unit else 2
+    return tuple(format_bytes(n, binary=binary, unit=unit, places=p) if k in same else format_bytes(n, binary=binary)
+                 for k, n in enumerate(sizes))
 
 
 _BIT_UNITS = {"Tb/s": 1e12, "Gb/s": 1e9, "Mb/s": 1e6, "kb/s": 1e3}
@@ -377,6 +427,18 @@ def format_usd(x: float) -> str:
     return f"${x:,.2f}"
 
 
+def compared_usd(cost: float, limit: float) -> tuple[str, str]:
+    """A cost and the budget it is judged against, as ``format_usd`` says money (whole dollars from $100, cents
+    below) but both at one precision, cents where either side is below $100, and more decimals where
+    ``compared_places`` needs them for the printed order to agree with the verdict ('$1,234.40' against '$1,234.00',
+    not '$1,234' against '$1,234'; '$2.004' against '$2.000')."""
+    c, b = float(cost), float(limit)
+    if not (math.isfinite(c) and math.isfinite(b)):
+        return format_usd(c), format_usd(b)
+    p = compared_places((c, b), 0 if min(abs(c), abs(b)) >= 100 else 2)
+    return f"${c:,.{p}f}", f"${b:,.{p}f}"
+
+
 def format_rate(x: float) -> str:
     """Format a rate (tokens/s, requests/s) for people, the one way every surface says one: one decimal with
     thousands separators from 1 up ('129.5', '5,017.8'); below 1, two significant digits, trailing zeros dropped
@@ -388,6 +450,29 @@ def format_rate(x: float) -> str:
     places = 1 - math.floor(math.log10(abs(v)))  # the second significant digit's decimal place
     text = f"{v:.{places}f}".rstrip("0").rstrip(".")
     return text if abs(float(text)) < 1 else f"{float(text):,.1f}"  # 0.996 rounds to 1: said as '1.0'
+
+
+def compared_rates(rate: float, limit: float) -> tuple[str, str]:
+    """A measured ``rate`` and the ``limit`` it is judged against (tokens/s: a speed per user against the reading
+    floor or a --user-tokens-per-second), both at the same decimals: as many as ``format_rate`` gives the rate and
+    ``format_limit`` the limit, more where ``compared_places`` needs them for the printed order to agree with the
+    verdict ('5.26' against '5.29', not '5.3' against '5.29'; '5.2' against '20.0')."""
+    r, f = float(rate), float(limit)
+    if not (math.isfinite(r) and math.isfinite(f)):
+        return format_rate(r), format_limit(f)
+    p = compared_places((r, f), max(_places_of(format_rate(r)), _places_of(format_limit(f))))
+    return f"{r:,.{p}f}", f"{f:,.{p}f}"
+
+
+def compared_seconds(seconds: float, limit: float) -> tuple[str, str]:
+    """A time (a TTFT) and the limit it is judged against [s], said in seconds at the same decimals: two, or the
+    limit's own as given ('0.125'), more where ``compared_places`` needs them for the printed order to agree with
+    the verdict ('2.004 s > 2.000 s', not '2.00 s > 2 s')."""
+    s, f = float(seconds), float(limit)
+    if not (math.isfinite(s) and math.isfinite(f)):
+        return f"{s:.2f} s", f"{f:g} s"
+    p = compared_places((s, f), max(2, _places_of(format_limit(f))))
+    return f"{s:.{p}f} s", f"{f:.{p}f} s"
 
 
 def format_limit(x: float) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from llmsizer.render.markdown import format_value
-from llmsizer.units import format_bytes, format_rate, format_seconds, format_seconds_range, format_usd
+from llmsizer.units import compared_bytes, format_bytes, format_rate, format_seconds, format_seconds_range, format_usd
 
 FORMAT_JS = Path(__file__).resolve().parents[2] / "src" / "llmsizer" / "web" / "static" / "js" / "format.js"
 
@@ -77,3 +77,17 @@ def test_pages_say_bytes_and_dollars_as_the_cli_does_ties_included() -> None:
     dollars = [0.125, 0.375, 2.625, 99.125, 99.995, 100.5, 101.5, 1234.5, 2500.5, -0.125, -100.5, 0.0]
     dollars += [10 ** rng.uniform(-3, 7) for _ in range(3000)]
     assert _node_map("formatUsd", dollars) == [format_usd(v) for v in dollars]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_pages_say_a_need_against_its_bound_as_the_cli_does() -> None:
+    """comparedBytes is units.compared_bytes: the calculator's pool words (render/text.py pool_and_need) say a need a
+    few bytes from what the pool offers at the CLI's decimals ('79.004 GiB' of '79.000 GiB'), not both '79.00 GiB'."""
+    rng = random.Random(13)
+    pairs = [[79 * 2**30 + 1, 79 * 2**30], [int(79.004 * 2**30), 79 * 2**30], [500 * 2**20, 79 * 2**30], [5, 7]]
+    for _ in range(2000):
+        bound = int(10 ** rng.uniform(3, 14))
+        pairs.append([max(bound + int(rng.uniform(-1, 1) * 10 ** rng.uniform(0, 9)), 0), bound, rng.random() < 0.5])
+    said = _node_map("comparedBytes", [[p[:2], p[2] if len(p) > 2 else True] for p in pairs])
+    want = [list(compared_bytes(*p[:2], binary=p[2] if len(p) > 2 else True)) for p in pairs]
+    assert [(p, s, w) for p, s, w in zip(pairs, said, want, strict=True) if s != w] == []

@@ -36,7 +36,7 @@ from ..specs.workload import (
     normalize_engine,
     read_number,
 )
-from ..units import format_bytes, format_limit, format_rate
+from ..units import compared_rates, compared_seconds, format_bytes, format_limit
 from . import efficiency as E
 from .device import (
     check_engine_on_device,
@@ -169,14 +169,15 @@ def latency_failures(sp: Any, limits: LatencyLimits, wait: float | None = None) 
         if sp.ttft_seconds is None:
             bad.append("TTFT unknown (no sourced peak FLOP/s)")
         elif (first := first_token_seconds(sp.ttft_seconds, wait) or 0.0) > limits.max_ttft:
-            bad.append(f"TTFT {first:.2f} s > {limits.max_ttft:g} s"
+            said, bound = compared_seconds(first, limits.max_ttft)
+            bad.append(f"TTFT {said} > {bound}"
                        + (f" ({wait:.2f} s of it waiting in the engine's queue)" if wait else ""))
     if limits.user_tokens_per_second is not None:
         if sp.tokens_per_second_per_user is None:
             bad.append("decode speed unknown (no sourced bandwidth)")
         elif sp.tokens_per_second_per_user < limits.user_tokens_per_second:
-            bad.append(f"{format_rate(sp.tokens_per_second_per_user)} tokens/s per user < "
-                       f"{format_limit(limits.user_tokens_per_second)}")
+            rate, floor = compared_rates(sp.tokens_per_second_per_user, limits.user_tokens_per_second)
+            bad.append(f"{rate} tokens/s per user < {floor}")
     if limits.tokens_per_second is not None and sp.tokens_per_second is None:
         bad.append("decode speed unknown (no sourced bandwidth)")
     return bad
@@ -201,8 +202,9 @@ class PassedOver:
         fmt = format_name(self.weights_format)
         user = self.tokens_per_second_per_user
         if self.reading_floor is not None and user is not None and user < self.reading_floor:
-            return (f"{fmt} fits in memory but gives {format_rate(user)} tokens/s per user, under the "
-                    f"{format_limit(self.reading_floor)} tokens/s reading speed")
+            said, floor = compared_rates(user, self.reading_floor)
+            return (f"{fmt} fits in memory but gives {said} tokens/s per user, under the "
+                    f"{floor} tokens/s reading speed")
         return f"{fmt} fits in memory but misses " + "; ".join(self.misses)
 
     def as_dict(self) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from ..frozen import fast_init
 from ..numbers import HEADROOM, SIZE
 from ..result import Assumption
 from ..specs.workload import MARGIN_CONFLICT, read_number
-from ..units import MiB, format_bytes
+from ..units import MiB, compared_bytes, format_bytes
 
 # Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
 # A policy default, not a measurement: recorded as an assumption and settable (--headroom).
@@ -262,15 +262,17 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float | Mar
     budget, words = margin.budget(usable), margin.words(usable)
     fits = fits_budget(need, usable, margin)
     need_high, bound = high_end(need_high, calibrated)
-    reason = (f"needs {format_bytes(need)} per device (the expected value; {bound} {format_bytes(need_high)}) "
-              f"of a {format_bytes(budget)} budget ({words})")
+    # each side said against the budget it is judged by (units.compared_bytes), so no rounding reverses the verdict
+    need_said, high_said, budget_said = compared_bytes(need, need_high, budget)
+    reason = (f"needs {need_said} per device (the expected value; {bound} {high_said}) "
+              f"of a {budget_said} budget ({words})")
     warnings: tuple[str, ...] = ()
     if not fits:
-        warnings = (f"does not fit: needs {format_bytes(need)} ({bound} {format_bytes(need_high)}) but the budget "
-                    f"is {format_bytes(budget)} ({words})",)
+        warnings = (f"does not fit: needs {need_said} ({bound} {high_said}) but the budget "
+                    f"is {budget_said} ({words})",)
     elif need_high > budget:
-        warnings = (f"fits at the expected {format_bytes(need)} but not at the {bound} {format_bytes(need_high)} "
-                    f"of the range (budget {format_bytes(budget)})",)
+        warnings = (f"fits at the expected {need_said} but not at the {bound} {high_said} "
+                    f"of the range (budget {budget_said})",)
     return Verdict(fits, need, need_high, usable, margin.headroom(usable), budget, "expected", reason, warnings, bound)
 
 

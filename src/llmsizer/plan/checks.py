@@ -19,7 +19,7 @@ from ..estimate.duration import comm_bound_remedy
 from ..estimate.inference.compose import check_engine_kv_dtype
 from ..recommend import PRACTICAL_TRAINING_SECONDS
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
-from ..units import format_bytes, format_seconds, format_usd
+from ..units import compared_bytes, format_bytes, format_seconds, format_usd
 from .hardware import owned_hardware
 from .result import Check, JobPlan
 
@@ -157,8 +157,9 @@ def checkpoint_storage(c: _Ctx) -> Iterator[Check]:
             continue
         fill = f.get("disk_fill")
         if ck.storage is not None and kept is not None and ck.storage < kept:
+            given, needed = compared_bytes(ck.storage, kept, binary=False)
             yield c.check("checkpoint-storage-too-small", "error", "Checkpoint storage too small",
-                          f"checkpoints.storage {fmt_disk(ck.storage)} is below the {fmt_disk(kept)} that keeping "
+                          f"checkpoints.storage {given} is below the {needed} that keeping "
                           f"{ck.keep if ck.keep is not None else 'every'} checkpoint(s) of {fmt_disk(one)} needs "
                           "(one more is on disk while the newest is written)", j, "checkpoints.storage",
                           f"raise checkpoints.storage to {fmt_disk(kept)} or keep fewer")
@@ -173,8 +174,9 @@ def checkpoint_storage(c: _Ctx) -> Iterator[Check]:
                           "checkpoints.keep", "set checkpoints.keep (and prune older checkpoints) or add storage")
         total, req_total = f.get("storage_total"), j.resources.storage
         if req_total is not None and total is not None and req_total < total:
+            given, needed = compared_bytes(req_total, total, binary=False)
             yield c.check("storage-too-small", "error", "Storage too small for the job",
-                          f"resources.storage {fmt_disk(req_total)} is below the {fmt_disk(total)} the job needs "
+                          f"resources.storage {given} is below the {needed} the job needs "
                           "(datasets, base model, checkpoints, final files, logs and headroom)", j, "resources.storage",
                           f"ask for at least {fmt_disk(total)}")
 

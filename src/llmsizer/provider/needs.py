@@ -11,7 +11,7 @@ from typing import Any
 
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
-from ..units import format_bytes
+from ..units import compared_bytes
 from .placement import ONGOING_END, DeviceFit, JobNeed, Quantized, Replanner, moment_after
 
 
@@ -265,8 +265,9 @@ def _memory_verdict(jp: JobPlan) -> str:
         words = memory_words(jp.hardware.engine or "", int(per_device), int(of_budget),
                              jp.estimate.details if jp.estimate is not None else {})
         return f"{jp.hardware.label} does not hold the job: {words} (`llmsizer plan`: memory)"
-    return (f"{jp.hardware.label} does not hold the job: it needs {format_bytes(need)} per device, over the "
-            f"{format_bytes(budget)} budget per device (`llmsizer plan`: memory)")
+    need_said, budget_said = compared_bytes(need, budget)
+    return (f"{jp.hardware.label} does not hold the job: it needs {need_said} per device, over the "
+            f"{budget_said} budget per device (`llmsizer plan`: memory)")
 
 
 def _memory_binding(jp: JobPlan) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate.verdict import budget_term
 from ..specs.workload import ENGINE_NAMES
-from ..units import format_bytes, format_chance, format_limit, format_rate
+from ..units import compared_bytes, compared_rates, format_bytes, format_chance, format_limit, format_rate
 from .text import coverage_lines, pool_and_need, room_left, table
 
 if TYPE_CHECKING:
@@ -148,8 +148,9 @@ def fits_if_changed_lines(alts: Sequence[dict[str, Any]], rerun: bool = True) ->
             per = f"--gpus-per-node {at['gpus_per_node']}" if rerun else f"{at['gpus_per_node']} per node"
             kept += f"; {at['machines']} machines of {at['gpus_per_node']} devices ({per}), past one node"
         how = f"with {flags}" if rerun else f"set {flags} in the request"
-        out.append(f"alternative: {how}: {format_bytes(at['memory_per_device'])} per device of a "
-                   f"{format_bytes(at['budget_per_device'])} budget{_host_words(at, rerun)}{over}{kept}")
+        memory, budget = compared_bytes(at['memory_per_device'], at['budget_per_device'])
+        out.append(f"alternative: {how}: {memory} per device of a "
+                   f"{budget} budget{_host_words(at, rerun)}{over}{kept}")
     if out:
         out.insert(0, "hint: nothing that keeps the settings you gave fits these devices"
                       + ("" if rerun else " (the request's settings)"))
@@ -244,10 +245,13 @@ def _hint_memory_words(at: dict[str, Any]) -> str:
     (estimate/fit.py ``hint_memory``, as fit's own memory line says it), else the memory per device of the budget."""
     need, offered = at.get("verdict_need_per_device"), at.get("verdict_budget_per_device")
     if need and offered:
-        return (f" (needs {format_bytes(need)} of the {format_bytes(offered)} its pool offers per device, "
+        need_said, offered_said = compared_bytes(need, offered)
+        return (f" (needs {need_said} of the {offered_said} its pool offers per device, "
                 f"{format_bytes(at.get('reserved_per_device') or at['memory_per_device'])} reserved)")
-    return (f" ({format_bytes(at['memory_per_device'])} per device of a {format_bytes(at['budget_per_device'])} "
-            "budget)" if at.get("memory_per_device") and at.get("budget_per_device") else "")
+    if not (at.get("memory_per_device") and at.get("budget_per_device")):
+        return ""
+    memory, budget = compared_bytes(at["memory_per_device"], at["budget_per_device"])
+    return f" ({memory} per device of a {budget} budget)"
 
 
 def _engine_settings_words(keep: list[dict[str, Any]], rerun: bool) -> str:
@@ -263,13 +267,23 @@ def _engine_settings_words(keep: list[dict[str, Any]], rerun: bool) -> str:
                                           for k in keep) + ")" if rerun else ""))
 
 
+def _speed_and_floor(at: dict[str, Any]) -> tuple[str, str]:
+    """The named rung's speed per user and the reading-speed floor it is judged against, at one precision
+    (units.compared_rates), so the printed pair agrees with ``meets_reading_speed``; either side alone where the
+    other is unknown."""
+    user, floor = at.get("tokens_per_second_per_user"), at.get("reading_speed")
+    if user is not None and floor:
+        return compared_rates(user, floor)
+    return (format_rate(user) if user is not None else "", format_limit(floor) if floor else "")
+
+
 def _rung_speed(at: dict[str, Any]) -> str:
     """The named rung's decode speed where the hint timed it (llamacpp_fit.auto_fits_at with a device)."""
     if "meets_reading_speed" not in at:
         return ""
     tps, user = at.get("decode_tokens_per_second"), at.get("tokens_per_second_per_user")
     if user is not None:  # the floor is per user (format_search.READING_FLOOR): the number it is compared with
-        return f" at {format_rate(user)} tokens/s per user"
+        return f" at {_speed_and_floor(at)[0]} tokens/s per user"
     return " (decode speed unknown: give --host-device)" if tps is None else f" at {format_rate(tps)} tokens/s decode"
 
 
@@ -279,9 +293,9 @@ def _reading_words(at: dict[str, Any]) -> str:
         return ""
     if at["meets_reading_speed"]:
         passed = at.get("passed_over")  # the better rung that fits in memory but decodes slower (PassedOver.words)
-        return (f" at reading speed ({format_limit(at['reading_speed'])} tokens/s per user, recommend's floor)"
+        return (f" at reading speed ({_speed_and_floor(at)[1]} tokens/s per user, recommend's floor)"
                 + (f"; {passed['why']}" if passed else ""))
-    return (f"; none that fits reaches reading speed ({format_limit(at['reading_speed'])} tokens/s per user, "
+    return (f"; none that fits reaches reading speed ({_speed_and_floor(at)[1]} tokens/s per user, "
             "recommend's floor), so this is the best-quality one")
 
 
@@ -359,9 +373,10 @@ def _layout_memory(d: dict[str, Any], pool: bool) -> str:
     need, budget = d.get("verdict_need_per_device"), d.get("verdict_budget_per_device")
     if need is None or budget is None:
         return ""
+    need_said, budget_said = compared_bytes(need, budget)
     if not pool:
-        return f"{format_bytes(need)} of {format_bytes(budget)} per device, "
-    return (f"needs {format_bytes(need)} of the {format_bytes(budget)} its pool offers per device "
+        return f"{need_said} of {budget_said} per device, "
+    return (f"needs {need_said} of the {budget_said} its pool offers per device "
             f"({format_bytes(d.get('reserved_per_device', d['memory_per_device']))} reserved"
             + (", does not start" if d.get("pool_shortfall_per_device") else "") + "), ")
 
@@ -378,8 +393,9 @@ def memory_words(engine: str, memory: int, budget: int, details: dict[str, Any])
     (``budget_left_bytes``); under vLLM/SGLang (``details`` with ``workload_bytes``) the pool reserved and what this
     workload needs of what the pool offers (``pool_and_need``). `fit` and the plan's summary print it."""
     term = budget_term(str(details.get("verdict_basis", "expected")))  # a pool engine's is the device memory
-    of = f"a {format_bytes(budget)} {term}" if term == "budget" else f"{format_bytes(budget)} {term}"
-    line = f"memory per device {format_bytes(memory)} of {of}, {room_left(budget - memory)}"
+    memory_said, budget_said = compared_bytes(memory, budget)
+    of = f"a {budget_said} {term}" if term == "budget" else f"{budget_said} {term}"
+    line = f"memory per device {memory_said} of {of}, {room_left(budget - memory)}"
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(engine, int(details.get("reserved_bytes", memory)), int(need), offered,

@@ -14,7 +14,7 @@ from typing import Any
 from ..estimate.verdict import MAMBA_POOL, binding_pool
 from ..result import Estimate, Location
 from ..specs.workload import ENGINE_NAMES
-from ..units import format_bytes, format_count
+from ..units import compared_bytes, format_bytes, format_count
 
 _QUANTITY = re.compile(r"-?[\d.,]+(\s?[A-Za-z%$/]{1,6})?")
 
@@ -177,15 +177,17 @@ def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = N
     the need (which adds the cache its sequences need) is said as that total plus the cache, two figures named
     apart (probe33 D8: "memory per device 380.54 GiB ... needs 380.72 GiB" in one line)."""
     name = ENGINE_NAMES.get(engine, engine)
-    of = f" of the {format_bytes(offered)} it offers (with the CUDA context)" if offered is not None else ""
+    need_said, bound_said = compared_bytes(need, offered if offered is not None else reserved)
+    of = f" of the {bound_said} it offers (with the CUDA context)" if offered is not None else ""
     over = " (more than it offers)" if need > (offered if offered is not None else reserved) else ""
     if shortfall and held is not None and need > held:
         over += (f": the {format_bytes(held)} it holds before the KV cache + {format_bytes(need - held)} of KV "
                  "cache for its sequences")
     start = (f"; {name} does not start: what it holds before the KV cache exceeds its pool by "
              f"{format_bytes(shortfall)}" if shortfall else "")
-    return (f"reserved {format_bytes(reserved)} per device{' once started' if shortfall else ''} ({name} takes its "
-            f"pool whatever the load); this workload needs {format_bytes(need)}{of or ' of it'}{over}{start}")
+    reserved_said = bound_said if offered is None else format_bytes(reserved)
+    return (f"reserved {reserved_said} per device{' once started' if shortfall else ''} ({name} takes its "
+            f"pool whatever the load); this workload needs {need_said}{of or ' of it'}{over}{start}")
 
 
 def _short(text: str, n: int = 70) -> str:

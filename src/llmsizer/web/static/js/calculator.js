@@ -4,7 +4,7 @@
 import { ApiError, debounce, get, pool, post } from "./api.js";
 import { memoryBars } from "./charts.js";
 import { calibratedLines, durationLines } from "./estimate_text.js";
-import { assumptionValue, el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, formatSecondsRange,
+import { assumptionValue, comparedBytes, el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, formatSecondsRange,
   formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
 import { controlOf, formMessage, showProblem as showBoxAndField } from "./problems.js";
@@ -264,10 +264,12 @@ function render(d) {
   const pn = $("pool-need");
   pn.hidden = need === undefined || need === null;
   pn.replaceChildren(...(pn.hidden ? [] : ["reserved ",
-    el("b", { id: "reserved-bytes", "data-bytes": reserved }, formatBytes(reserved)),
+    el("b", { id: "reserved-bytes", "data-bytes": reserved },
+      offered === undefined || offered === null ? comparedBytes([need, reserved])[1] : formatBytes(reserved)),
     ` per device${short ? " once started" : ""} (${engineName} takes its pool whatever the load); this workload needs `,
-    el("b", { id: "need-bytes", "data-bytes": need }, formatBytes(need)),
-    offered === undefined || offered === null ? " of it" : ` of the ${formatBytes(offered)} it offers (with the CUDA context)`,
+    el("b", { id: "need-bytes", "data-bytes": need }, comparedBytes([need, offered ?? reserved])[0]),
+    offered === undefined || offered === null ? " of it"
+      : ` of the ${comparedBytes([need, offered])[1]} it offers (with the CUDA context)`,
     need > (offered ?? reserved) ? " (more than it offers)" : "",
     // no room for a KV cache: the total above holds none, the need adds the cache its sequences need (pool_and_need)
     short && need > dev.bytes ? `: the ${formatBytes(dev.bytes)} it holds before the KV cache + ${formatBytes(need - dev.bytes)} of KV cache for its sequences` : "",

@@ -19,6 +19,36 @@ export function formatBytes(n, binary = true) {
   return `${sign}${pyFixed(x, 2)} ${units[i]}`;
 }
 
+/** units.compared_places: the fewest decimals, `places` or more, at which each of `values` rounded (as Python rounds:
+ * pyFixed) compares with the last as the exact values do. */
+function comparedPlaces(values, places) {
+  const order = (vs) => vs.slice(0, -1).map((x) => Math.sign(x - vs[vs.length - 1]));
+  const want = order(values).join();
+  const nonzero = values.filter((v) => v).map(Math.abs);
+  const small = nonzero.length ? Math.min(...nonzero) : 1;
+  const most = Math.min(40, Math.max(places, 17 - Math.floor(Math.log10(small))));
+  for (let p = Math.max(places, 0); p <= most; p += 1) {
+    if (order(values.map((v) => Number(pyFixed(v, p)))).join() === want) return p;
+  }
+  return most;
+}
+
+/** units.compared_bytes: sizes read against the last (a need, then what it is judged by), those in the last's unit at
+ * one number of decimals with it, enough that the printed order is the exact one; another unit said alone. */
+export function comparedBytes(sizes, binary = true) {
+  const unitOf = (n) => {
+    let x = Math.abs(Number(n)), i = 0;
+    while (x >= (binary ? 1024 : 1000) && i < BIN.length - 1) { x /= binary ? 1024 : 1000; i += 1; }
+    return i;
+  };
+  const unit = unitOf(sizes[sizes.length - 1]);
+  const size = (binary ? 1024 : 1000) ** unit;
+  const same = sizes.map((n) => unitOf(n) === unit);
+  const p = unit ? comparedPlaces(sizes.filter((_, k) => same[k]).map((n) => Number(n) / size), 2) : 2;
+  return sizes.map((n, k) => (same[k] && unit ? `${pyFixed(Number(n) / size, p)} ${(binary ? BIN : DEC)[unit]}`
+    : formatBytes(n, binary)));
+}
+
 /** render/markdown.format_axis for byte axes: "16 GiB" rather than "16.00 GiB". */
 export function axisBytes(n) { return formatBytes(n).replace(".00 ", " "); }
 
