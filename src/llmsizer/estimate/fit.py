@@ -249,6 +249,10 @@ class ServingLayout(NamedTuple):
     # degree's devices: a replica takes tp x pipeline devices (given, with or without a degree; else fit and the
     # hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
     pipeline: int = 1
+    # data-parallel engine ranks of each replica (vLLM --data-parallel-size, SGLang --attn-dp-size: given), each of
+    # the tensor-parallel degree's devices, an MoE's routed experts split over all of them
+    # (formulas/serving_expert_parallel.py): a replica takes tp x data devices
+    data: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int, weights: str | None = None,
                                 group_size: int | None = None) -> list[int]:
@@ -264,7 +268,7 @@ class ServingLayout(NamedTuple):
     def replicas(self, count: int, tp: int) -> int:
         """Copies of the model on ``count`` devices at tensor parallelism ``tp``: count / the GPUs of one llama.cpp
         split (one per machine), else count / tp (every device a copy where apart: tp 1)."""
-        return max(1, count // (self.split_gpus if self.split else max(1, tp) * self.pipeline))
+        return max(1, count // (self.split_gpus if self.split else max(1, tp) * self.pipeline * self.data))
 
 
 def served_format(spec: ModelSpec, engine: str, weights: str | None) -> str | None:
@@ -1753,6 +1757,16 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
                              f"replica is its {pp} stages times each stage's tensor-parallel devices, the others "
                              "replicas of it)", also=("count",))
         layout = layout._replace(pipeline=pp)
+    dp = int(workload.get("data_parallel") or 1)
+    if dp > 1:  # (the engine and the model are checked by the workload and the estimate: compose.py)
+        refuse_tensor_parallel_apart(device, dp)
+        if n % (dp * (pinned or 1)):
+            raise FieldError("data_parallel", f"data_parallel {dp}" + (f" x tensor_parallel {pinned}" if pinned else "")
+                             + f" does not divide the {n} devices (each replica is its data-parallel ranks times "
+                             "each rank's tensor-parallel devices, the others replicas of it)",
+                             also=("count",) + (("tensor_parallel",) if pinned else ()))
+        layout = layout._replace(data=dp)
+        pp = pp * dp  # the degrees fit chooses among fill count / (pp x dp) devices
     # the stages given without a degree: fit chooses each stage's among those whose replicas of t x pp devices fill
     # the count (the options of count / pp: t divides it exactly when t x pp divides the count), by its one rule
     runs = served_format(spec, eng, weights)
