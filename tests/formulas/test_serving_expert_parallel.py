@@ -80,3 +80,63 @@ def test_fit_cli_dp_not_dividing_exit_2() -> None:
     assert out.returncode == 2
     assert "does not divide the 8 devices" in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+# --- speed (epdp2): one data-parallel rank timed at its own sequences, the ranks' token exchange added (eq. EP4) ---
+
+def _rank_speed(dp: int, conc: int, link: float | None, ep_on: bool = True) -> object:
+    from llmsizer.estimate.speed import estimate_speed
+    return estimate_speed(load_model("minimax-m2.7"), "h100-sxm", 1, tensor_parallel=1, weights_format="fp8-block",
+                          concurrency=conc, engine="vllm", link_bandwidth=link, data_parallel=dp,
+                          expert_parallel=ep_on)
+
+
+def test_rank_step_adds_the_exchange_of_its_moe_layers() -> None:
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.device import nvlink_link_bandwidth
+    from llmsizer.formulas.expert_parallel_time import all_to_all_seconds
+    spec = load_model("minimax-m2.7")
+    plain = _rank_speed(8, 8, None)  # no link known: the exchange is not counted (and said)
+    timed = _rank_speed(8, 8, 450e9)
+    assert any("token exchange" in w and "not counted" in w for w in plain.warnings)  # type: ignore[attr-defined]
+    link = nvlink_link_bandwidth(builtin_catalog().devices["h100-sxm"], 450e9)[0]
+    layers = sum(1 for m in spec.moe_layers if m)
+    assert spec.moe is not None and layers == spec.num_layers == 62
+    h, e, a = spec.hidden_size, spec.moe.num_experts, 2  # bf16 activations and router logits
+    # vLLM AgRsAll2AllManager: all-gather of 8 tokens' (h + E) values, reduce-scatter of their h, over 8 ranks
+    per = sum(all_to_all_seconds(7 * 8 * a * width, 8, 8, link, link) for width in (h + e, h))
+    assert per == pytest.approx(2 * 7 * 8 * a * (h + e / 2) / 7 / link * 7)  # each peer's share over the link
+    assert timed.decode.seconds - plain.decode.seconds == pytest.approx(layers * per, rel=1e-9)  # type: ignore[attr-defined]
+    single = sum(all_to_all_seconds(7 * 1 * a * width, 8, 8, link, link) for width in (h + e, h))
+    assert timed.decode_single.seconds - plain.decode_single.seconds == pytest.approx(layers * single, rel=1e-9)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("dp", [8, 6])
+def test_expert_parallel_reads_its_share_of_the_experts(dp: int) -> None:
+    from llmsizer.estimate.speed import estimate_speed
+    from llmsizer.formulas.speed import moe_expert_fraction
+    spec = load_model("minimax-m2.7")
+    assert spec.moe is not None
+    k, e = spec.moe.experts_per_token, spec.moe.num_experts
+    whole = estimate_speed(spec, "h100-sxm", 1, weights_format="fp8-block", concurrency=8 * dp, engine="vllm")
+    rank = _rank_speed(dp, 8, None)
+    full = weight_bytes(spec, "fp8-block").by_component["experts"]
+    # the same 8 x dp routings: the rank's device reads ceil(E / ep) / E of the experts the whole model's step reads
+    dense_read = full * moe_expert_fraction(k, e, 8 * dp)
+    w_whole = whole.details["weight_bytes_per_decode_step"]
+    w_rank = rank.details["weight_bytes_per_decode_step"]  # type: ignore[attr-defined]
+    assert w_whole - w_rank == pytest.approx((1 - -(-e // dp) / e) * dense_read, rel=1e-6)
+
+
+def test_fit_total_is_every_rank_at_its_share() -> None:
+    from llmsizer import fit
+    r = fit("minimax-m2.7", "H100", 8, engine="vllm", tensor_parallel=1, concurrency=64,
+            data_parallel=8, expert_parallel=True)
+    assert r.replicas == 1 and r.data_parallel == 8
+    assert r.speed is not None and r.speed.concurrency == 8  # ceil(64 / 8): one rank's sequences (eq. EP3)
+    assert r.tokens_per_second_total == pytest.approx(8 * r.speed.tokens_per_second)
+    # on 16 devices: two replicas of 8 ranks each, 4 sequences a rank
+    r2 = fit("minimax-m2.7", "H100", 16, engine="vllm", tensor_parallel=1, concurrency=64,
+             data_parallel=8, expert_parallel=True)
+    assert r2.replicas == 2 and r2.speed is not None and r2.speed.concurrency == 4
+    assert r2.tokens_per_second_total == pytest.approx(16 * r2.speed.tokens_per_second)

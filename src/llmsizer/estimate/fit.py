@@ -270,6 +270,12 @@ class ServingLayout(NamedTuple):
         split (one per machine), else count / tp (every device a copy where apart: tp 1)."""
         return max(1, count // (self.split_gpus if self.split else max(1, tp) * self.pipeline * self.data))
 
+    def ranks(self, count: int, tp: int) -> int:
+        """The engine ranks on ``count`` devices, each timed alone at its own share of the load: the replicas x each
+        one's ``data`` ranks (formulas/serving_expert_parallel.py eq. EP3: a rank's ceil(C / D) of a replica's C
+        sequences is ceil(C / (replicas x D)) of all of them)."""
+        return self.replicas(count, tp) * self.data
+
 
 def served_format(spec: ModelSpec, engine: str, weights: str | None) -> str | None:
     """The weight format ``engine`` runs ``spec`` in (formats.py ``engine_weights``: ``weights`` given, else the
@@ -519,6 +525,9 @@ class FitResult:
     # 8-GPU instance), 1 for devices named bare. The one convention of fit, recommend and ``models --fits-on``:
     # ``count`` every device, ``instances`` the machines they are, priced as that many (:func:`hourly_price`)
     instances: int = 1
+    # serving: the data-parallel engine ranks of each replica (vLLM --data-parallel-size; ``ServingLayout.data``),
+    # ``speed`` one rank's at its share of the load
+    data_parallel: int = 1
 
     @property
     def devices_text(self) -> str:
@@ -558,10 +567,12 @@ class FitResult:
 
     @property
     def tokens_per_second_total(self) -> float | None:
-        """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
-        load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
+        """Output tokens/s of all ``replicas`` together, each of its ``data_parallel`` ranks (the speed estimate is one
+        rank's, at its share of the load): what a price per hour of the whole target buys, so the one input of its
+        cost per million tokens."""
         conc = self.details.get("concurrency")
-        return replicas_tokens_per_second(self.speed, self.replicas, int(conc) if conc is not None else None)
+        return replicas_tokens_per_second(self.speed, self.replicas * self.data_parallel,
+                                          int(conc) if conc is not None else None)
 
     @property
     def all_assumptions(self) -> tuple[Assumption, ...]:
@@ -608,6 +619,7 @@ class FitResult:
             "device": self.device, "count": self.count, "instances": self.instances,
             "devices_text": self.devices_text, "tensor_parallel": self.tensor_parallel,
             **({"pipeline_parallel": self.pipeline_parallel} if self.pipeline_parallel > 1 else {}),
+            **({"data_parallel": self.data_parallel} if self.data_parallel > 1 else {}),
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
@@ -805,7 +817,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   model: Callable[[], SpeedLayout] | None = None,
                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
                   encoder_flops: float = 0.0, attention: str = "sdpa",
-                  network: MachineNetwork | None = None, async_scheduling: bool = False) -> SpeedEstimate:
+                  network: MachineNetwork | None = None, async_scheduling: bool = False,
+                  data_parallel: int = 1, expert_parallel: bool = False) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
@@ -814,18 +827,20 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, _device_speed_key(device), tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
-           attention, network, async_scheduling)
+           attention, network, async_scheduling, data_parallel, expert_parallel)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
             if len(_SPEED_MEMO) > 4096:
                 _SPEED_MEMO.clear()
-            hit = model()(tp, None, conc, link, nvlink_mesh, False, network) if model is not None else estimate_speed(
+            hit = model()(tp, None, conc, link, nvlink_mesh, False, network, data_parallel, expert_parallel) \
+                if model is not None else estimate_speed(
                 spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out, concurrency=conc,
                 kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
                 kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
                 nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes, encoder_flops=encoder_flops,
-                attention=attention, network=network, async_scheduling=async_scheduling)
+                attention=attention, network=network, async_scheduling=async_scheduling,
+                data_parallel=data_parallel, expert_parallel=expert_parallel)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -1890,6 +1905,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
     attention = str(workload.get("attention") or DEFAULT_ATTENTION)  # transformers' attn_implementation (hf_cache_traffic H2-H3)
+    expert_parallel = bool(workload.get("expert_parallel"))  # vLLM --enable-expert-parallel (with layout.data ranks)
     asynch = bool(workload.get("async_scheduling"))  # vLLM --async-scheduling (engines.step_host: the host step overlapped)
     links: list[float | None] = []
 
@@ -1931,12 +1947,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 _SPEED_MODELS[key] = (spec, device, m)
             return m
 
-        if (t > 1 or layout.pipeline > 1) and not links:
+        if (t > 1 or layout.pipeline > 1 or layout.data > 1) and not links:
             links.append(link_bandwidth_for(device, instance, hardware_files))
-        link = links[0] if t > 1 else None
+        link = links[0] if t > 1 or layout.data > 1 else None  # (data-parallel ranks exchange an MoE's tokens over it)
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
         net = machine_network(node_net, t, per_node)
-        per = per_replica(concurrency, layout.replicas(n, t))
+        per = per_replica(concurrency, layout.ranks(n, t))  # one engine rank's: a replica's data-parallel ranks each
         per = per if running is None else max(1, min(per, running))
         per = per if exact is None else exact
         if layout.pipeline > 1:  # the whole model at one micro-batch, then the stages in turn (eqs. PP3-PP4)
@@ -1947,7 +1963,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                                           links[0] if links else None)
             return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why, hop_latency)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
-                             engine_version, mesh, model, group, other, enc, attention, net, asynch)
+                             engine_version, mesh, model, group, other, enc, attention, net, asynch, layout.data,
+                             expert_parallel)
 
     def layout_grid(t: int, work: tuple[Any, ...], admitted: int | None,
                     chunk: int | None) -> list[list[float]] | None:
@@ -2000,8 +2017,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # each layout's output at this load, as fit reports the one it takes: its prompts' prefill competing with
             # its decode where the engine batches continuously (under_load, formulas/serving_queue.py eqs. Q5b, Q7)
             layout_tps = {t: replicas_tokens_per_second(under_load(speed_at(t, first, cap), eng, chunk),
-                                                        layout.replicas(n, t),
-                                                        concurrency)
+                                                        layout.ranks(n, t), concurrency)
                           for t in rankable}
         else:
             # at a rate every stable layout puts out the same tokens/s (rate x output tokens): each is ranked by its
@@ -2023,7 +2039,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             for t in rankable if rate_layouts is None else ():
                 admitted = admitted_per_replica(tried[t].details)
                 running = cap if admitted is None else admitted
-                layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / layout.replicas(n, t), chunk,
+                layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / layout.ranks(n, t), chunk,
                                            layout_grid(t, first, admitted, chunk))
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
@@ -2069,10 +2085,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     est = tried[tp]
     replicas = layout.replicas(n, tp)
     per_rep = per_replica(concurrency, replicas)
-    # the sequences one replica runs at once now (0 where its pool holds none) and those it is timed at: what it runs
+    # the engine ranks timed, each alone at its share (a replica's data-parallel ranks: ``ServingLayout.ranks``;
+    # else the replicas), and the fullest one's share
+    ranks = layout.ranks(n, tp)
+    per_rank = per_replica(concurrency, ranks)
+    # the sequences one rank runs at once now (0 where its pool holds none) and those it is timed at: what it runs
     # (a pool that holds fewer than its share is timed at those it holds); where it runs none, at the load it would
     # run if it fit (running_per_replica)
-    run_now = min(per_rep, int(est.details.get("running_sequences", per_rep)))
+    run_now = min(per_rank, int(est.details.get("running_sequences", per_rank)))
     fitted = {t: derived[t] if t in derived else bool(e.details["fits"]) for t, e in tried.items()}
     spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
               if replicas > 1 else "no replicas")
@@ -2113,6 +2133,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         rack = serving_domain_warning(device, n, tp * layout.pipeline, replicas, per_node)
         if rack is not None:
             warnings.append(rack)
+    if layout.data > 1 and spec.moe is not None and tp * layout.data > per_node:
+        warnings.append(f"{layout.data} data-parallel ranks x TP {tp} span {machines_spanned(tp * layout.data, per_node)} "
+                        f"machines of {per_node} devices: the MoE layers' token exchange is timed over the in-machine "
+                        "link (formulas/serving_expert_parallel.py eq. EP4), not the network: an under-estimate")
     if tp > per_node:
         spans = machine_network(node_net, tp, per_node)
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
@@ -2183,7 +2207,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     def result(speed: bool) -> FitResult:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
         sp = idle = None
-        run = running_per_replica(per_rep, d)
+        run = running_per_replica(per_rank, d)
         # the engine's chunk and the workload the speed times, read once (pure reads of this fit's estimate, which
         # nothing below changes)
         chunk = prefill_chunk_tokens(est) if speed else None
@@ -2198,7 +2222,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             if run_now < 1 and sp is not None:  # nothing runs: the speed is the one if it fit, at the load named
                 named.append(Assumption("speed_sequences", run, True, f"the speed if it fit: {run} sequences at once "
                                         f"per replica, what the engine would run with memory for them (min(its "
-                                        f"share {per_rep} of the load, the engine's cap)); its pool holds none, so "
+                                        f"share {per_rank} of the load, the engine's cap)); its pool holds none, so "
                                         "no sequence runs"))
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
@@ -2207,14 +2231,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # (at a request rate: the open load of eq. Q10, each replica at its share of the rate)
             idle = sp  # (at the sequences run at once: a burst past them passes through those, eq. Q14)
             sp = under_load(sp, eng, chunk) if request_rate is None else \
-                _at_rate(sp, eng, request_rate / replicas, chunk, replicas,
+                _at_rate(sp, eng, request_rate / ranks, chunk, ranks,
                          layout_grid(tp, work, admitted_per_replica(d), chunk))
-        queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
-        burst = burst_figure(idle, eng, per_rep, run_now, chunk) if speed and request_rate is None else None
+        queue = queue_details(concurrency, ranks, per_rank, run_now, sp)
+        burst = burst_figure(idle, eng, per_rank, run_now, chunk) if speed and request_rate is None else None
         if burst is not None:
-            said.append(burst_warning(burst, replicas))
+            said.append(burst_warning(burst, ranks))
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
-            named.append(queue_note(queue, per_rep, run, d))
+            named.append(queue_note(queue, per_rank, run, d))
         slow = slow_first_token(sp, concurrency, queue["queue_wait_seconds"]) if fits and request_rate is None \
             else None  # (at a rate: rate_capacity.py rate_warnings says it, with the rate's remedy)
         if slow is not None:
@@ -2225,11 +2249,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          tuple(named), tuple(said),
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
                           "busy_replicas": busy_replicas(concurrency, replicas), **queue,
+                          **({"data_parallel_ranks": ranks, "sequences_per_rank": per_rank} if layout.data > 1 else {}),
                           **({"slow_first_token": slow} if slow is not None else {}),
                           **({"burst": burst} if burst is not None else {}),
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
-                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
-                         instances=instances_for(n, instance))
+                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, ranks, concurrency)),
+                         instances=instances_for(n, instance), data_parallel=layout.data)
 
     # fit's own layout (no degree, no stages, no rate given): the pipeline layouts it may take where tensor
     # parallelism does not fit within a machine (``_fit_at``: ``with_pipeline_layouts``, the hardware searches' rule)

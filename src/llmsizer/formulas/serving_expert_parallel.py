@@ -27,9 +27,26 @@ Eq. EP3 (sequences per data-parallel rank). Each of the D ranks admits and cache
 coordinator balances requests over the engine ranks; SGLang's dp attention, srt/layers/dp_attention.py, gives each
 attention-DP rank its own batch and KV pool), so a rank holds ceil(C / D) of C sequences at once.
 
-Not modelled: the all-to-all exchange's buffers (DeepEP / pplx all2all backends' workspaces) and expert-parallel
-load balancing's redundant experts (EPLB); the dispatch/combine time of a decode step (see
-formulas/expert_parallel_time.py for training's exchange).
+Eq. EP4 (the token exchange per MoE layer and forward). With D > 1 every MoE layer gathers the D ranks' tokens
+before its experts and scatters the outputs back (vllm 0.19.1 model_executor/layers/fused_moe/runner/
+default_moe_runner.py :575-603, ``do_naive_dispatch_combine`` when dp_size > 1: ``dispatch_router_logits`` then
+``combine``; the default ``all2all_backend`` is "allgather_reducescatter", config/parallel.py :160, whose
+``AgRsAll2AllManager``, distributed/device_communicators/all2all.py :150-243, all-gathers each rank's hidden states
+and router logits over the DP group and reduce-scatters the outputs over it). For T tokens on each rank, hidden size
+h, E routed experts' logits and activations of a bytes, one device sends (and receives) per peer T (h + E) a in the
+dispatch and T h a in the combine; each is timed as formulas/expert_parallel_time.py eq. (E3) ``all_to_all_seconds``
+times a per-peer exchange (the peers inside the machine over its link, the others over the device's network share;
+a ring all-gather in one machine moves the same (D - 1) T h a per device over the link)::
+
+    t_x = t_E3((D - 1) T (h + E) a) + t_E3((D - 1) T h a)                                                   (EP4)
+
+A decode step of b sequences per rank exchanges T = b tokens at each of its L_e MoE layers: L_e t_x(b); the
+attention-DP ranks run in lockstep (vLLM pads an idle rank's step with a dummy batch), so the step is the slowest
+rank's. Each device then runs its experts over the D ranks' tokens: D b routings touch its ceil(E / ep) experts
+(eq. EP2), the expert bytes it reads (formulas/speed.py eq. 5 over the gathered routings).
+
+Not modelled: the exchange's buffers (DeepEP / pplx all2all backends' workspaces), the DeepEP kernels' own exchange
+(``--all2all-backend deepep_*``), and expert-parallel load balancing's redundant experts (EPLB).
 """
 
 from __future__ import annotations
@@ -37,6 +54,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from .expert_parallel_time import all_to_all_seconds
 from .weight_formats import WeightBytes
 
 
@@ -94,3 +112,21 @@ def expert_split_weights(wb: WeightBytes, full_expert_bytes: int, num_experts: i
     return replace(wb, total=wb.total + delta, by_component={**wb.by_component, "experts": new},
                    by_storage=storage, layer_bytes=tuple(spread(wb.layer_bytes)),
                    notes=wb.notes + (f"{words} (eqs. EP1-EP2; attention and the rest tensor-parallel over {tp})",))
+
+
+def exchange_seconds(tokens: int, hidden: int, experts: int, act_bytes: float, dp: int, in_machine: int,
+                     intra_bandwidth: float, device_network_bandwidth: float) -> float:
+    """Eq. EP4: one MoE layer's dispatch (all-gather of ``tokens`` hidden states and ``experts`` router logits per
+    token, ``act_bytes`` each) and combine (reduce-scatter of the hidden states) over ``dp`` data-parallel ranks,
+    ``in_machine`` of them in one machine [s]; each timed by formulas/expert_parallel_time.py eq. (E3).
+
+    >>> exchange_seconds(8, 1000, 0, 2, 8, 8, 1e9, 1e8)   # 7 peers x 16 kB each way over 1 GB/s
+    0.000224
+    >>> exchange_seconds(8, 1000, 0, 2, 1, 1, 1e9, 1e8)
+    0.0
+    """
+    if tokens < 0 or hidden < 1 or experts < 0 or act_bytes <= 0 or dp < 1:
+        raise ValueError("tokens and experts must not be negative; hidden size, bytes and dp positive")
+    sent = (dp - 1) * float(tokens) * act_bytes
+    return (all_to_all_seconds(sent * (hidden + experts), dp, in_machine, intra_bandwidth, device_network_bandwidth)
+            + all_to_all_seconds(sent * hidden, dp, in_machine, intra_bandwidth, device_network_bandwidth))

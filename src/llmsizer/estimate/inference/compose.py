@@ -502,8 +502,9 @@ def _data_parallel_rank(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> Infe
         f"each of {w.data_parallel} data-parallel ranks runs and caches its own ceil({w.concurrency} / "
         f"{w.data_parallel}) sequences (formulas/serving_expert_parallel.py eq. EP3); memory and speed are one "
         "rank's"))
-    acc.warnings.append(f"speed is one data-parallel rank's at {per} sequences: the expert all-to-all exchange "
-                        "(dispatch and combine per MoE layer) and the ranks' synchronisation are not modelled")
+    acc.warnings.append(f"memory and speed are one data-parallel rank's at {per} sequences (fit's total counts every "
+                        "rank; an MoE layer's token exchange over the ranks is timed by formulas/"
+                        "serving_expert_parallel.py eq. EP4); the ranks' load imbalance is not modelled")
     return dataclasses.replace(w, concurrency=per)
 
 
