@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import filterfalse, repeat
 from operator import attrgetter, methodcaller
 from pathlib import Path
@@ -311,8 +312,22 @@ def pipeline_options(spec: ModelSpec, layout: ServingLayout, count: int) -> list
     return [p for p in range(2, min(count, spec.num_layers) + 1) if count % p == 0]
 
 
+def expert_options(spec: ModelSpec, layout: ServingLayout, count: int, per_node: int) -> list[int]:
+    """The data-parallel degrees D > 1 a search tries with expert parallelism (`fit --dp D --enable-expert-parallel`,
+    fit choosing each rank's tensor-parallel degree T among those of count / D; the experts split over D x T ranks,
+    formulas/serving_expert_parallel.py eq. EP1) on ``count`` devices laid out as ``layout``: vLLM (its
+    --data-parallel-size / --enable-expert-parallel, the layout MiniMax's and DeepSeek's vLLM recipes give), a
+    model with routed experts, a layout that shards (not devices apart, not a llama.cpp split), D dividing the count
+    and within one machine of ``per_node`` (eq. EP4's exchange is timed over the machine's link). Empty where none
+    applies."""
+    if layout.engine != "vllm" or not spec.is_moe or layout.apart or layout.split or one_device_serving(spec):
+        return []
+    return [d for d in range(2, min(count, per_node) + 1) if count % d == 0]
+
+
 def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequence[int],
-                          staged: Callable[[int], MemoryFit]) -> MemoryFit | None:
+                          staged: Callable[[int], MemoryFit], experts: Sequence[int] = (),
+                          expert_fit: Callable[[int], MemoryFit] | None = None) -> MemoryFit | None:
     """The layout a hardware search takes of one format on one deployment, pipeline layouts considered: ``first``
     (fit's own answer, tensor parallelism only) where it fits within one machine of ``per_node`` devices -- fit's
     rule takes the fastest degree within a machine that fits, and goes across machines only where none does --
@@ -324,16 +339,23 @@ def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequen
     ``--tp --pp``); a stage count the estimate refuses (``InputError``: pipeline.py ``pipeline_refusal``) is
     skipped. ``first`` where no pipeline layout fits (its own verdict and reasons); ``first`` None (the search
     did not size it: its degrees cannot hold the weights) and none fits: the first stage count's answer (its
-    verdict), None where every one was refused."""
-    if first is not None and (not stages or first.refusal is not None
-                              or (first.fits and first.tensor_parallel <= per_node)):
+    verdict), None where every one was refused.
+    Expert-parallel layouts (``experts``: ``expert_options``' D, each ``expert_fit(D)``, `fit --dp D
+    --enable-expert-parallel`) join the same ranking where tensor parallelism does not fit within a machine or
+    eq. TP5 took a degree out of it (``first.tp_refused``: a checkpoint's quantization blocks do not split at that
+    degree, formulas/tensor_parallel.py ``quant_block_refusal``; vLLM's and SGLang's answer is expert parallelism);
+    a tie to the fewest stages, then no data parallelism."""
+    refused = first is not None and first.tp_refused and bool(experts)
+    if first is not None and ((not stages and not experts) or first.refusal is not None
+                              or (first.fits and first.tensor_parallel <= per_node and not refused)):
         return first
     fitting = [first] if first is not None and first.fits else []
     missed: MemoryFit | None = None
-    for p in stages:
+    tries = [partial(staged, p) for p in stages] + ([partial(expert_fit, d) for d in experts] if expert_fit else [])
+    for sized in tries:
         try:
-            m = staged(p)
-        except InputError:  # the estimate's refusal of these stages on this model (pipeline.py)
+            m = sized()
+        except InputError:  # the estimate's refusal of these stages (pipeline.py) or ranks on this model
             continue
         if m.fits and m.refusal is None:
             fitting.append(m)
@@ -342,7 +364,8 @@ def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequen
     if len(fitting) < 2:
         return fitting[0] if fitting else first if first is not None else missed
     answers = [(m, m.result(True)) for m in fitting]
-    return min(answers, key=lambda a: (-(a[1].tokens_per_second_total or 0.0), a[1].pipeline_parallel))[0]
+    return min(answers, key=lambda a: (-(a[1].tokens_per_second_total or 0.0), a[1].pipeline_parallel,
+                                       a[1].data_parallel))[0]
 
 
 def serving_layout(engine: str, device: Device, count: int, per_node: int = SERVING_GPUS_PER_NODE) -> ServingLayout:
@@ -528,6 +551,24 @@ class FitResult:
     # serving: the data-parallel engine ranks of each replica (vLLM --data-parallel-size; ``ServingLayout.data``),
     # ``speed`` one rank's at its share of the load
     data_parallel: int = 1
+    # serving: the routed experts split over every rank of a replica (vLLM --enable-expert-parallel)
+    expert_parallel: bool = False
+
+    @property
+    def layout_text(self) -> str:
+        """The serving layout of one replica in words (``serving_layout_text``): 'TP 4', 'TP 2 x PP 2',
+        'TP 1 x DP 8 (EP 8)'."""
+        return serving_layout_text(self.tensor_parallel, self.pipeline_parallel, self.data_parallel,
+                                   self.expert_parallel)
+
+    @property
+    def engine_flags(self) -> str | None:
+        """The engine's own flags that start one replica in this layout (``serving_engine_flags``), None where the
+        layout has no data-parallel ranks (the layouts fit has always named by ``--tp``/``--pp``)."""
+        if self.kind != "inference" or self.data_parallel <= 1:
+            return None
+        return serving_engine_flags(self.engine, self.tensor_parallel, self.pipeline_parallel, self.data_parallel,
+                                    self.expert_parallel)
 
     @property
     def devices_text(self) -> str:
@@ -619,7 +660,8 @@ class FitResult:
             "device": self.device, "count": self.count, "instances": self.instances,
             "devices_text": self.devices_text, "tensor_parallel": self.tensor_parallel,
             **({"pipeline_parallel": self.pipeline_parallel} if self.pipeline_parallel > 1 else {}),
-            **({"data_parallel": self.data_parallel} if self.data_parallel > 1 else {}),
+            **({"data_parallel": self.data_parallel, "expert_parallel": self.expert_parallel,
+                "layout": self.layout_text, "engine_flags": self.engine_flags} if self.data_parallel > 1 else {}),
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
@@ -1496,18 +1538,19 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
     hardware searches take (``with_pipeline_layouts``: recommend, ``models --fits-on``, the plan's search), so fit's
     verdict on a deployment is theirs: `fit --tp T --pp P` where that is the layout they name (probe32 D2).
     ``search_stages`` False: tensor parallelism only (a rate's refusal sizing its ceilings on the rate's layouts)."""
-    def memory_at(fields: dict[str, Any] = workload, **stages: int) -> MemoryFit:
+    def memory_at(fields: dict[str, Any] = workload, **stages: Any) -> MemoryFit:
         return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                           concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                           hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
                           kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
                           request_rate=request_rate, rate_layouts=rate_layouts, **fields, **stages)
     first = memory_at()
-    mem = first if not (search_stages and first.stages) else with_pipeline_layouts(
-        first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p)) or first
+    mem = first if not (search_stages and (first.stages or first.experts)) else with_pipeline_layouts(
+        first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p), first.experts,
+        lambda d: memory_at(data_parallel=d, expert_parallel=True)) or first
     r = mem.result(speed)
     if mem is not first:  # stages fit chose, not given: said so (the estimate records the stages it is passed as given)
-        r = stages_chosen(r, first.per_node)
+        r = stages_chosen(r, first.per_node, first.tp_refused)
     why = async_pipeline_refusal(r.engine, engine_version) if workload.get("async_scheduling") else None
     if why is not None and search_stages and first.stages and not r.fits:  # the flag took the stages out: said
         plain = {**workload, "async_scheduling": False}
@@ -1559,16 +1602,24 @@ def async_stages_note(r: FitResult, stages: Sequence[int], why: str, plain: Memo
                                     f"{r.count} devices"))
 
 
-def stages_chosen(r: FitResult, per_node: int) -> FitResult:
-    """``r``, a pipeline layout ``fit`` chose (``with_pipeline_layouts``), its ``pipeline_parallel`` assumption said
-    as fit's choice, in its own assumptions and its estimate's (the estimate records the stages it is passed as
-    given, as it does a degree: ``as_fit_chose``)."""
-    why = (f"fit's choice: tensor parallelism alone does not fit within a machine of {per_node} devices, and of the "
-           "pipeline layouts that fit this one gives the most output tokens/s (estimate/fit.py with_pipeline_layouts, "
-           "the rule recommend and models --fits-on take); give --pp 1 for tensor parallelism only")
+def stages_chosen(r: FitResult, per_node: int, tp_refused: bool = False) -> FitResult:
+    """``r``, a pipeline or expert-parallel layout ``fit`` chose (``with_pipeline_layouts``), its
+    ``pipeline_parallel`` (``data_parallel``, ``expert_parallel``) assumption said as fit's choice, in its own
+    assumptions and its estimate's (the estimate records the stages it is passed as given, as it does a degree:
+    ``as_fit_chose``)."""
+    ranks = r.data_parallel > 1
+    whole = (f"a tensor-parallel degree is refused by the checkpoint's quantization blocks (eq. TP5) or tensor "
+             f"parallelism alone does not fit within a machine of {per_node} devices" if tp_refused else
+             f"tensor parallelism alone does not fit within a machine of {per_node} devices")
+    why = (f"fit's choice: {whole}, and of the "
+           + ("pipeline and expert-parallel" if ranks or tp_refused else "pipeline")
+           + " layouts that fit this one gives the most output tokens/s (estimate/fit.py with_pipeline_layouts, "
+           "the rule recommend and models --fits-on take); "
+           + ("give --dp 1 for tensor parallelism only" if ranks else "give --pp 1 for tensor parallelism only"))
+    names = ("data_parallel", "expert_parallel") if ranks else ("pipeline_parallel",)
 
     def said(a: Assumption) -> Assumption:
-        return Assumption(a.name, a.value, True, why) if a.name == "pipeline_parallel" else a
+        return Assumption(a.name, a.value, True, why) if a.name in names else a
     est = r.estimate.but(assumptions=tuple(map(said, r.estimate.assumptions))) if r.estimate is not None else None
     return replace_fields(r, assumptions=tuple(map(said, r.assumptions)), estimate=est)
 
@@ -1661,6 +1712,7 @@ class _FitSetup(NamedTuple):
     assumptions: tuple[Assumption, ...]
     workload: dict[str, Any]  # the workload fields as the setup leaves them (engine_version, gpus, cuda_memory)
     tp_options: tuple[int, ...]
+    tp_refused: bool = False  # eq. TP5 took a degree out of ``tp_options`` (``block_skipped``)
 
 
 def _fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, headroom: float | None,
@@ -1816,7 +1868,7 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     dev = inference_device_fields(device)
     return _FitSetup(kwh_price, device, n, target, instance, hr, eng, host_device, host_memory, per_node, layout,
                      split, pinned, usable, est_notes, on_cpu, dev, tuple(warnings), tuple(assumptions), workload,
-                     tuple(tp_options))
+                     tuple(tp_options), skipped is not None)
 
 
 class MemoryFit(NamedTuple):
@@ -1836,6 +1888,11 @@ class MemoryFit(NamedTuple):
     # ``pipeline_options``), and the machine size they are judged by (``with_pipeline_layouts``' ``per_node``)
     stages: tuple[int, ...] = ()
     per_node: int = SERVING_GPUS_PER_NODE
+    # the data-parallel degrees ``fit`` may try with expert parallelism on its own layout (``expert_options``), and
+    # whether eq. TP5 took a tensor-parallel degree out of this layout's options (``block_skipped``): both read by
+    # ``with_pipeline_layouts``
+    experts: tuple[int, ...] = ()
+    tp_refused: bool = False
 
 
 _NAME = attrgetter("name")
@@ -2254,13 +2311,17 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                           **({"burst": burst} if burst is not None else {}),
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, ranks, concurrency)),
-                         instances=instances_for(n, instance), data_parallel=layout.data)
+                         instances=instances_for(n, instance), data_parallel=layout.data,
+                         expert_parallel=expert_parallel)
 
     # fit's own layout (no degree, no stages, no rate given): the pipeline layouts it may take where tensor
     # parallelism does not fit within a machine (``_fit_at``: ``with_pipeline_layouts``, the hardware searches' rule)
     own = pinned is None and workload.get("pipeline_parallel") is None and request_rate is None
+    own_ranks = own and workload.get("data_parallel") is None and workload.get("expert_parallel") is None
     return MemoryFit(fits, result, d.get("engine_refusal_reason"), tp,
-                     tuple(pipeline_options(spec, layout, n)) if own else (), per_node)
+                     tuple(pipeline_options(spec, layout, n)) if own else (), per_node,
+                     tuple(expert_options(spec, layout, n, per_node)) if own_ranks else (),
+                     setup.tp_refused)
 
 
 def as_fit_chose(est: Estimate, tp_given: bool, concurrency: int | None, replicas: int) -> Estimate:
@@ -2472,6 +2533,26 @@ def quickest_first(seconds: dict[int, float]) -> list[int]:
     """Tensor-parallel degrees ordered by their layouts' mean request seconds at a rate (``rate_seconds``), the
     quickest first, a tie to the smaller degree; ``fit`` takes the first that fits."""
     return sorted(seconds, key=lambda t: (seconds[t], t))
+
+
+def serving_layout_text(tp: int, pp: int = 1, dp: int = 1, ep: bool = False) -> str:
+    """One replica's serving layout in words, the one home of fit's header, recommend's options and the plan:
+    'TP t', 'TP t x PP p', 'TP t x DP d' with data-parallel ranks, '... (EP d*t)' where the routed experts split
+    over all of them (formulas/serving_expert_parallel.py eq. EP1: ep = dp x tp)."""
+    return (f"TP {tp}" + (f" x PP {pp}" if pp > 1 else "") + (f" x DP {dp}" if dp > 1 else "")
+            + (f" (EP {dp * tp})" if ep else ""))
+
+
+def serving_engine_flags(engine: str, tp: int, pp: int = 1, dp: int = 1, ep: bool = False) -> str:
+    """The engine's own flags that start one replica of this layout: vLLM 0.19.1 engine/arg_utils.py:836,849,874,925
+    (``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--data-parallel-size``,
+    ``--enable-expert-parallel``); SGLang 0.5.23 arg_groups/fields/parallel.py:73-90, 192-194, 281-288 (``--tp-size``
+    over all of a replica's ranks, ``--attn-dp-size`` splitting its attention, ``--ep-size``)."""
+    if engine == "sglang":
+        return (f"--tp-size {tp * dp}" + (f" --pp-size {pp}" if pp > 1 else "")
+                + (f" --attn-dp-size {dp}" if dp > 1 else "") + (f" --ep-size {tp * dp}" if ep else ""))
+    return (f"--tensor-parallel-size {tp}" + (f" --pipeline-parallel-size {pp}" if pp > 1 else "")
+            + (f" --data-parallel-size {dp}" if dp > 1 else "") + (" --enable-expert-parallel" if ep else ""))
 
 
 def layout_words(t: int, count: int, pp: int = 1) -> str:
