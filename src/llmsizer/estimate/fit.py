@@ -344,19 +344,23 @@ def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequen
     --enable-expert-parallel`) join the same ranking where tensor parallelism does not fit within a machine or
     eq. TP5 took a degree out of it (``first.tp_refused``: a checkpoint's quantization blocks do not split at that
     degree, formulas/tensor_parallel.py ``quant_block_refusal``; vLLM's and SGLang's answer is expert parallelism);
-    a tie to the fewest stages, then no data parallelism."""
+    a tie to the fewest stages, then no data parallelism; only those whose replica (D x T devices) is within one
+    machine (eq. EP4's exchange is timed over the machine's link: across machines it would be an under-estimate)."""
     refused = first is not None and first.tp_refused and bool(experts)
     if first is not None and ((not stages and not experts) or first.refusal is not None
                               or (first.fits and first.tensor_parallel <= per_node and not refused)):
         return first
     fitting = [first] if first is not None and first.fits else []
     missed: MemoryFit | None = None
-    tries = [partial(staged, p) for p in stages] + ([partial(expert_fit, d) for d in experts] if expert_fit else [])
-    for sized in tries:
+    tries = [(partial(staged, p), 1) for p in stages] + (
+        [(partial(expert_fit, d), d) for d in experts] if expert_fit else [])
+    for sized, ranks in tries:
         try:
             m = sized()
         except InputError:  # the estimate's refusal of these stages (pipeline.py) or ranks on this model
             continue
+        if ranks > 1 and m.tensor_parallel * ranks > per_node:
+            continue  # an expert-parallel replica across machines: eq. EP4's exchange is timed on the machine's link
         if m.fits and m.refusal is None:
             fitting.append(m)
         elif missed is None:
