@@ -63,6 +63,8 @@ from .estimate.fit import (
     per_replica,
     rate_needs_continuous_batching,
     read_request_rate,
+    serving_engine_flags,
+    serving_layout_text,
     serving_machine_size,
     target_and_count,
     training_fits_at,
@@ -286,6 +288,11 @@ class Option:
     # but gives 5.2 tokens/s per user, under the 5.29 tokens/s reading speed'), so that the format named is not read
     # as the best that fits in memory (probe33 D1); None where the option's format is the best that fits
     passed_over: str | None = None
+    # serving: the data-parallel ranks of each replica, the routed experts split over all of them (fit's
+    # ``FitResult.data_parallel``, ``expert_parallel``: `fit --dp D --enable-expert-parallel`), taken where eq. TP5
+    # refuses a degree or tensor parallelism does not fit and the layout is faster (``with_pipeline_layouts``)
+    data_parallel: int = 1
+    expert_parallel: bool = False
 
     @property
     def is_cpu(self) -> bool:
@@ -303,6 +310,9 @@ class Option:
         """The flags that lay a pipeline option out as it was sized (`fit --tp T --pp P`, vLLM's
         --tensor-parallel-size / --pipeline-parallel-size, SGLang's --tp-size / --pp-size): what the CLI table, the
         JSON and the web pages show beside it; None for an option without pipeline stages."""
+        if self.data_parallel > 1:
+            return (f"--tp {self.tensor_parallel} --dp {self.data_parallel}"
+                    + (" --enable-expert-parallel" if self.expert_parallel else ""))
         if self.pipeline_parallel <= 1:
             return None
         return f"--tp {self.tensor_parallel} --pp {self.pipeline_parallel}"
@@ -312,7 +322,7 @@ class Option:
         """The serving layout's flags of one replica as the engine is started (`--tp T`, or ``layout_flags``' `--tp T
         --pp P`; None at TP 1 without stages): what ``models --fits-on``'s engine column shows after the engine, so
         that the row, copied, starts the layout it was sized at (probe32 D7: `vllm` alone runs TP 1)."""
-        if self.pipeline_parallel > 1:
+        if self.pipeline_parallel > 1 or self.data_parallel > 1:
             return self.layout_flags
         return f"--tp {self.tensor_parallel}" if self.tensor_parallel > 1 else None
 
@@ -330,6 +340,11 @@ class Option:
         d["devices_text"] = self.devices_text
         d["ownership"] = self.ownership
         d["layout_flags"] = self.layout_flags
+        if self.data_parallel > 1:  # the layout in words and the engine's own flags (fit's one home of both)
+            d["layout"] = serving_layout_text(self.tensor_parallel, self.pipeline_parallel, self.data_parallel,
+                                              self.expert_parallel)
+            d["serving_flags"] = serving_engine_flags(self.engine, self.tensor_parallel, self.pipeline_parallel,
+                                                      self.data_parallel, self.expert_parallel)
         return d
 
 
@@ -1075,7 +1090,8 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
         if slow:
             reasons = [*reasons, f"meets only the limits given (no --max-ttft): {slow}"]
     return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "replicas": r.replicas, "engine": r.engine,
-                     "count": r.count, "instances": r.instances, "pipeline_parallel": r.pipeline_parallel},
+                     "count": r.count, "instances": r.instances, "pipeline_parallel": r.pipeline_parallel,
+                     "data_parallel": r.data_parallel, "expert_parallel": r.expert_parallel},
                   weights_format=r.weights_format,
                   status=status, reasons=tuple(reasons), memory_per_device=r.memory_per_device,
                   budget_per_device=r.budget_per_device,
@@ -1143,6 +1159,8 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     count = None if cand.instance is not None and cand.count == cand.instance.device_count else cand.count
     # the option's pipeline stages, fit choosing each stage's degree at each replica's share (`fit --pp P`)
     staged: dict[str, Any] = {"pipeline_parallel": opt.pipeline_parallel} if opt.pipeline_parallel > 1 else {}
+    if opt.data_parallel > 1:  # the option's expert-parallel ranks, as fit chose them (`fit --dp D`)
+        staged = {"data_parallel": opt.data_parallel, "expert_parallel": opt.expert_parallel}
     for r in range(guess, MAX_REPLICAS + 1):
         per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,

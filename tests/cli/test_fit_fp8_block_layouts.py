@@ -33,7 +33,8 @@ def test_a_stated_tp_8_is_refused_in_one_line(command: str, capsys: pytest.Captu
     place = ["--device", "h200", "--count", "8"] if command == "fit" else ["--device", "h100-sxm"]
     code, _, err = run([command, "minimax-m2.7", *place, "--tp", "8", "--engine", "vllm"], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert "192 per device" in err and "expert parallelism" in err and "not model" in err
+    # (epdp: the hint names the layout that loads it, vLLM's expert parallelism, now modelled)
+    assert "192 per device" in err and "expert parallelism" in err and "give expert_parallel" in err
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -37,9 +37,22 @@ def _answers(model, target, count, weights, engine, stages, **kw):
     return out
 
 
+def _ranked(model, target, count, weights, engine, ranks, **kw):
+    """fit at the format on each data-parallel rank count given with expert parallelism (`--dp D
+    --enable-expert-parallel`, fit choosing each rank's degree: epdp3), {("dp", D): answer} (refusals left out)."""
+    out = {}
+    for d in ranks:
+        try:
+            out[("dp", d)] = fit(model, target, count, weights=weights, engine=engine, data_parallel=d,
+                                 expert_parallel=True, **kw)
+        except ValueError:
+            continue
+    return out
+
+
 def _fastest(answers):
     fitting = [r for r in answers.values() if r.fits]
-    return min(fitting, key=lambda r: (-(r.tokens_per_second_total or 0.0), r.pipeline_parallel))
+    return min(fitting, key=lambda r: (-(r.tokens_per_second_total or 0.0), r.pipeline_parallel, r.data_parallel))
 
 
 def test_two_p5_take_tp8_pp2_fits_fastest():
@@ -62,8 +75,8 @@ def test_two_p5_take_tp8_pp2_fits_fastest():
 def test_recommend_options_are_the_union_of_fit_pp_answers():
     """Every option recommend sizes on a multi-GPU instance (deepseek-r1 on vLLM, 256 x 4096: MLA's latent KV
     replicated on each of TP 8's ranks leaves no room on an 8-GPU H100 instance) is fit's answer at its format: where
-    fit's TP answer fits within the machine, that one; else the fastest of fit's TP and `fit --pp P` answers that fit
-    (P = 2, 4, 8: the divisors of 8)."""
+    fit's TP answer fits within the machine, that one; else the fastest of fit's TP, `fit --pp P` answers and (an MoE
+    on vLLM, epdp3) `fit --dp D --enable-expert-parallel` answers that fit (P, D = 2, 4, 8: the divisors of 8)."""
     rec = recommend_inference(DEEPSEEK, engine="vllm", context=4096, concurrency=256,
                               constraints=Constraints(cloud_only=True))
     cat = load_catalog()
@@ -73,13 +86,15 @@ def test_recommend_options_are_the_union_of_fit_pp_answers():
             continue
         inst = cat.instances[o.target]
         answers = _answers(DEEPSEEK, inst, None, o.weights_format, "vllm", (2, 4, 8), context=4096, concurrency=256)
+        answers |= _ranked(DEEPSEEK, inst, None, o.weights_format, "vllm", (2, 4, 8), context=4096, concurrency=256)
         own = answers[1]
         want = own if own.fits and own.tensor_parallel <= 8 else _fastest(answers)
-        assert (o.tensor_parallel, o.pipeline_parallel, o.replicas, o.memory_per_device) == (
-            want.tensor_parallel, want.pipeline_parallel, want.replicas, want.memory_per_device), o.target
+        assert (o.tensor_parallel, o.pipeline_parallel, o.data_parallel, o.replicas, o.memory_per_device) == (
+            want.tensor_parallel, want.pipeline_parallel, want.data_parallel, want.replicas,
+            want.memory_per_device), o.target
         assert o.tokens_per_second == pytest.approx(want.tokens_per_second_total), o.target
         checked += 1
-        staged += o.pipeline_parallel > 1
+        staged += o.pipeline_parallel > 1 or o.data_parallel > 1
     assert checked >= 5 and staged >= 3  # H100, H200 and A100 instances among them, some on stages
 
 
@@ -134,7 +149,8 @@ def test_cli_table_json_and_fit_hint_name_the_flags(capsys):
 def test_recommend_table_shows_the_flags(capsys):
     rec = recommend_inference(DEEPSEEK, engine="vllm", context=4096, concurrency=256,
                               constraints=Constraints(cloud_only=True))
-    staged = [o for o in rec.options if o.pipeline_parallel > 1]
+    # a pipeline or (epdp3: an MoE on vLLM) expert-parallel option, each said with its flags
+    staged = [o for o in rec.options if o.pipeline_parallel > 1 or o.data_parallel > 1]
     assert staged
     text = str(rec)
     assert f"{staged[0].devices_text} {staged[0].layout_flags}" in text
@@ -158,10 +174,15 @@ def test_a_plan_with_no_resources_is_planned_on_the_chosen_stages():
     hw = job["hardware"]
     rec = recommend_inference(DEEPSEEK, engine="vllm", context=4096, concurrency=256, output_tokens=256)
     chosen = rec.chosen
-    assert chosen is not None and chosen.pipeline_parallel > 1 and hw["instance"] == chosen.target
+    # a pipeline option, or (epdp3: the same rule, an MoE on vLLM) an expert-parallel one: its layout goes with it
+    assert chosen is not None and (chosen.pipeline_parallel > 1 or chosen.data_parallel > 1)
+    assert hw["instance"] == chosen.target
+    layout = ({"pipeline_parallel": chosen.pipeline_parallel} if chosen.pipeline_parallel > 1 else
+              {"data_parallel": chosen.data_parallel, "expert_parallel": chosen.expert_parallel})
     r = fit(DEEPSEEK, hw["instance"], None, engine="vllm", weights=chosen.weights_format, context=4096,
-            concurrency=256, output_tokens=256, pipeline_parallel=chosen.pipeline_parallel)
+            concurrency=256, output_tokens=256, **layout)
     assert r.fits
-    assert (hw["tensor_parallel"], hw["pipeline_parallel"]) == (r.tensor_parallel, r.pipeline_parallel)
+    assert (hw["tensor_parallel"], hw.get("pipeline_parallel", 1), hw.get("data_parallel", 1)) == (
+        r.tensor_parallel, r.pipeline_parallel, r.data_parallel)
     assert job["memory_estimate"]["totals"]["device"]["bytes"] == r.estimate.total_bytes
     assert any(f"at {chosen.weights_format} ({chosen.layout_flags})" in str(a) for a in job["notes"])

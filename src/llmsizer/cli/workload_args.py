@@ -266,6 +266,14 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                             "its choice, stages only where tensor parallelism alone does not fit within a machine and "
                             "a staged layout does, as recommend and models --fits-on take; --pp 1: tensor parallelism "
                             "only)")
+    g.add_argument("--dp", "--data-parallel", type=int_arg(COUNT), dest="data_parallel",
+                   help="vLLM, SGLang: data-parallel engine ranks per replica (vLLM --data-parallel-size, SGLang "
+                        "--attn-dp-size), each of --tp devices running its own share of the sequences; an MoE's "
+                        "routed experts are split over all of them (default 1)")
+    g.add_argument("--enable-expert-parallel", action="store_true", default=None, dest="expert_parallel",
+                   help="vLLM --enable-expert-parallel (SGLang --ep-size dp x tp): an MoE's routed experts whole "
+                        "on each device, split over --dp x --tp devices, instead of each expert tensor-parallel "
+                        "(default: off)")
     g.add_argument("--n-gpu-layers", "-ngl", type=int_arg(GPU_LAYERS),
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=tokens_in(TOKENS), dest="n_ubatch", help=f"llama.cpp n_ubatch (default {LLAMACPP_N_UBATCH})")
@@ -324,7 +332,8 @@ INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dt
                     "max_mamba_cache_size", "mamba_full_memory_ratio", "mamba_radix_cache_strategy",
                     "disable_overlap_schedule", "disable_radix_cache", "async_scheduling",
                     "max_num_seqs",
-                    "max_num_batched_tokens", "tensor_parallel", "pipeline_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
+                    "max_num_batched_tokens", "tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel",
+                    "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "allow_long_context", "gpus",
                     "split_mode",
                     "tensor_split", "n_cpu_moe", "image_min_tokens", "image_max_tokens", "metric") + MEDIA_FIELDS
@@ -644,7 +653,7 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
 SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device", "request_rate")
 SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp",
-                "pipeline_parallel": "--pp"}
+                "pipeline_parallel": "--pp", "data_parallel": "--dp", "expert_parallel": "--enable-expert-parallel"}
 
 
 def refuse_hardware_file_alone(args: argparse.Namespace) -> None:

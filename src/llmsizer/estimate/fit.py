@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import filterfalse, repeat
 from operator import attrgetter, methodcaller
 from pathlib import Path
@@ -249,6 +250,10 @@ class ServingLayout(NamedTuple):
     # degree's devices: a replica takes tp x pipeline devices (given, with or without a degree; else fit and the
     # hardware searches try the stages of ``pipeline_options`` through ``with_pipeline_layouts``)
     pipeline: int = 1
+    # data-parallel engine ranks of each replica (vLLM --data-parallel-size, SGLang --attn-dp-size: given), each of
+    # the tensor-parallel degree's devices, an MoE's routed experts split over all of them
+    # (formulas/serving_expert_parallel.py): a replica takes tp x data devices
+    data: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int, weights: str | None = None,
                                 group_size: int | None = None) -> list[int]:
@@ -264,7 +269,13 @@ class ServingLayout(NamedTuple):
     def replicas(self, count: int, tp: int) -> int:
         """Copies of the model on ``count`` devices at tensor parallelism ``tp``: count / the GPUs of one llama.cpp
         split (one per machine), else count / tp (every device a copy where apart: tp 1)."""
-        return max(1, count // (self.split_gpus if self.split else max(1, tp) * self.pipeline))
+        return max(1, count // (self.split_gpus if self.split else max(1, tp) * self.pipeline * self.data))
+
+    def ranks(self, count: int, tp: int) -> int:
+        """The engine ranks on ``count`` devices, each timed alone at its own share of the load: the replicas x each
+        one's ``data`` ranks (formulas/serving_expert_parallel.py eq. EP3: a rank's ceil(C / D) of a replica's C
+        sequences is ceil(C / (replicas x D)) of all of them)."""
+        return self.replicas(count, tp) * self.data
 
 
 def served_format(spec: ModelSpec, engine: str, weights: str | None) -> str | None:
@@ -316,8 +327,22 @@ def rate_request_seconds(r: FitResult) -> float:
     return float(load["request_seconds"]) if r.fits and load and "request_seconds" in load else math.inf
 
 
+def expert_options(spec: ModelSpec, layout: ServingLayout, count: int, per_node: int) -> list[int]:
+    """The data-parallel degrees D > 1 a search tries with expert parallelism (`fit --dp D --enable-expert-parallel`,
+    fit choosing each rank's tensor-parallel degree T among those of count / D; the experts split over D x T ranks,
+    formulas/serving_expert_parallel.py eq. EP1) on ``count`` devices laid out as ``layout``: vLLM (its
+    --data-parallel-size / --enable-expert-parallel, the layout MiniMax's and DeepSeek's vLLM recipes give), a
+    model with routed experts, a layout that shards (not devices apart, not a llama.cpp split), D dividing the count
+    and within one machine of ``per_node`` (eq. EP4's exchange is timed over the machine's link). Empty where none
+    applies."""
+    if layout.engine != "vllm" or not spec.is_moe or layout.apart or layout.split or one_device_serving(spec):
+        return []
+    return [d for d in range(2, min(count, per_node) + 1) if count % d == 0]
+
+
 def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequence[int],
-                          staged: Callable[[int], MemoryFit],
+                          staged: Callable[[int], MemoryFit], experts: Sequence[int] = (),
+                          expert_fit: Callable[[int], MemoryFit] | None = None,
                           rank: Callable[[FitResult], float] = most_tokens) -> MemoryFit | None:
     """The layout a hardware search takes of one format on one deployment, pipeline layouts considered: ``first``
     (fit's own answer, tensor parallelism only) where it fits within one machine of ``per_node`` devices -- fit's
@@ -332,17 +357,28 @@ def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequen
     did not size it: its degrees cannot hold the weights) and none fits: the first stage count's answer (its
     verdict), None where every one was refused. ``rank``: the figure the fitting layouts are ordered by, the least
     first (``most_tokens`` at a concurrency; at a request rate, where every layout carries the same rate, the mean
-    request seconds, ``rate_request_seconds``: `fit --request-rate`'s own ranking of its degrees)."""
-    if first is not None and (not stages or first.refusal is not None
-                              or (first.fits and first.tensor_parallel <= per_node)):
+    request seconds, ``rate_request_seconds``: `fit --request-rate`'s own ranking of its degrees).
+    Expert-parallel layouts (``experts``: ``expert_options``' D, each ``expert_fit(D)``, `fit --dp D
+    --enable-expert-parallel`) join the same ranking where tensor parallelism does not fit within a machine or
+    eq. TP5 took a degree out of it (``first.tp_refused``: a checkpoint's quantization blocks do not split at that
+    degree, formulas/tensor_parallel.py ``quant_block_refusal``; vLLM's and SGLang's answer is expert parallelism);
+    a tie to the fewest stages, then no data parallelism; only those whose replica (D x T devices) is within one
+    machine (eq. EP4's exchange is timed over the machine's link: across machines it would be an under-estimate)."""
+    refused = first is not None and first.tp_refused and bool(experts)
+    if first is not None and ((not stages and not experts) or first.refusal is not None
+                              or (first.fits and first.tensor_parallel <= per_node and not refused)):
         return first
     fitting = [first] if first is not None and first.fits else []
     missed: MemoryFit | None = None
-    for p in stages:
+    tries = [(partial(staged, p), 1) for p in stages] + (
+        [(partial(expert_fit, d), d) for d in experts] if expert_fit else [])
+    for sized, ranks in tries:
         try:
-            m = staged(p)
-        except InputError:  # the estimate's refusal of these stages on this model (pipeline.py)
+            m = sized()
+        except InputError:  # the estimate's refusal of these stages (pipeline.py) or ranks on this model
             continue
+        if ranks > 1 and m.tensor_parallel * ranks > per_node:
+            continue  # an expert-parallel replica across machines: eq. EP4's exchange is timed on the machine's link
         if m.fits and m.refusal is None:
             fitting.append(m)
         elif missed is None:
@@ -350,7 +386,7 @@ def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequen
     if len(fitting) < 2:
         return fitting[0] if fitting else first if first is not None else missed
     answers = [(m, m.result(True)) for m in fitting]
-    return min(answers, key=lambda a: (rank(a[1]), a[1].pipeline_parallel))[0]
+    return min(answers, key=lambda a: (rank(a[1]), a[1].pipeline_parallel, a[1].data_parallel))[0]
 
 
 def serving_layout(engine: str, device: Device, count: int, per_node: int = SERVING_GPUS_PER_NODE) -> ServingLayout:
@@ -533,6 +569,27 @@ class FitResult:
     # 8-GPU instance), 1 for devices named bare. The one convention of fit, recommend and ``models --fits-on``:
     # ``count`` every device, ``instances`` the machines they are, priced as that many (:func:`hourly_price`)
     instances: int = 1
+    # serving: the data-parallel engine ranks of each replica (vLLM --data-parallel-size; ``ServingLayout.data``),
+    # ``speed`` one rank's at its share of the load
+    data_parallel: int = 1
+    # serving: the routed experts split over every rank of a replica (vLLM --enable-expert-parallel)
+    expert_parallel: bool = False
+
+    @property
+    def layout_text(self) -> str:
+        """The serving layout of one replica in words (``serving_layout_text``): 'TP 4', 'TP 2 x PP 2',
+        'TP 1 x DP 8 (EP 8)'."""
+        return serving_layout_text(self.tensor_parallel, self.pipeline_parallel, self.data_parallel,
+                                   self.expert_parallel)
+
+    @property
+    def engine_flags(self) -> str | None:
+        """The engine's own flags that start one replica in this layout (``serving_engine_flags``), None where the
+        layout has no data-parallel ranks (the layouts fit has always named by ``--tp``/``--pp``)."""
+        if self.kind != "inference" or self.data_parallel <= 1:
+            return None
+        return serving_engine_flags(self.engine, self.tensor_parallel, self.pipeline_parallel, self.data_parallel,
+                                    self.expert_parallel)
 
     @property
     def devices_text(self) -> str:
@@ -572,10 +629,12 @@ class FitResult:
 
     @property
     def tokens_per_second_total(self) -> float | None:
-        """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
-        load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
+        """Output tokens/s of all ``replicas`` together, each of its ``data_parallel`` ranks (the speed estimate is one
+        rank's, at its share of the load): what a price per hour of the whole target buys, so the one input of its
+        cost per million tokens."""
         conc = self.details.get("concurrency")
-        return replicas_tokens_per_second(self.speed, self.replicas, int(conc) if conc is not None else None)
+        return replicas_tokens_per_second(self.speed, self.replicas * self.data_parallel,
+                                          int(conc) if conc is not None else None)
 
     @property
     def all_assumptions(self) -> tuple[Assumption, ...]:
@@ -622,6 +681,8 @@ class FitResult:
             "device": self.device, "count": self.count, "instances": self.instances,
             "devices_text": self.devices_text, "tensor_parallel": self.tensor_parallel,
             **({"pipeline_parallel": self.pipeline_parallel} if self.pipeline_parallel > 1 else {}),
+            **({"data_parallel": self.data_parallel, "expert_parallel": self.expert_parallel,
+                "layout": self.layout_text, "engine_flags": self.engine_flags} if self.data_parallel > 1 else {}),
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
@@ -819,7 +880,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   model: Callable[[], SpeedLayout] | None = None,
                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
                   encoder_flops: float = 0.0, attention: str = "sdpa",
-                  network: MachineNetwork | None = None, async_scheduling: bool = False) -> SpeedEstimate:
+                  network: MachineNetwork | None = None, async_scheduling: bool = False,
+                  data_parallel: int = 1, expert_parallel: bool = False) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
@@ -828,18 +890,20 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, _device_speed_key(device), tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, other_bytes, encoder_flops,
-           attention, network, async_scheduling)
+           attention, network, async_scheduling, data_parallel, expert_parallel)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
             if len(_SPEED_MEMO) > 4096:
                 _SPEED_MEMO.clear()
-            hit = model()(tp, None, conc, link, nvlink_mesh, False, network) if model is not None else estimate_speed(
+            hit = model()(tp, None, conc, link, nvlink_mesh, False, network, data_parallel, expert_parallel) \
+                if model is not None else estimate_speed(
                 spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out, concurrency=conc,
                 kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
                 kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
                 nvlink_mesh=nvlink_mesh, group_size=group_size, other_bytes=other_bytes, encoder_flops=encoder_flops,
-                attention=attention, network=network, async_scheduling=async_scheduling)
+                attention=attention, network=network, async_scheduling=async_scheduling,
+                data_parallel=data_parallel, expert_parallel=expert_parallel)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -1362,7 +1426,7 @@ def _rate_with_stages(model: ModelSpec | str, hardware: str | Device | Instance,
     def staged(p: int, fields: dict[str, Any] = args) -> MemoryFit:
         return answered(fit(model, hardware, count, **{**fields, "fits_at": False, "pipeline_parallel": p},
                             refusal_only=bool(asks["refusal_only"]), climb_stops=False), per_node)
-    mem = with_pipeline_layouts(first, per_node, stages, staged, rate_request_seconds)
+    mem = with_pipeline_layouts(first, per_node, stages, staged, rank=rate_request_seconds)
     if mem is None or mem is not first and not mem.fits:
         if refused is not None:
             raise refused
@@ -1375,7 +1439,7 @@ def _rate_with_stages(model: ModelSpec | str, hardware: str | Device | Instance,
     if why is not None and not r.fits:
         plain = {**args, "async_scheduling": False}
         r = async_stages_note(r, stages, why, with_pipeline_layouts(
-            None, per_node, stages, lambda p: staged(p, plain), rate_request_seconds))
+            None, per_node, stages, lambda p: staged(p, plain), rank=rate_request_seconds))
     return r
 
 
@@ -1572,18 +1636,19 @@ def _fit_at(model: ModelSpec | str, hardware: str | Device | Instance, count: in
     hardware searches take (``with_pipeline_layouts``: recommend, ``models --fits-on``, the plan's search), so fit's
     verdict on a deployment is theirs: `fit --tp T --pp P` where that is the layout they name (probe32 D2).
     ``search_stages`` False: tensor parallelism only (a rate's refusal sizing its ceilings on the rate's layouts)."""
-    def memory_at(fields: dict[str, Any] = workload, **stages: int) -> MemoryFit:
+    def memory_at(fields: dict[str, Any] = workload, **stages: Any) -> MemoryFit:
         return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                           concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                           hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
                           kwh_price=kwh_price, tensor_parallel=tensor_parallel, host_memory=host_memory,
                           request_rate=request_rate, rate_layouts=rate_layouts, **fields, **stages)
     first = memory_at()
-    mem = first if not (search_stages and first.stages) else with_pipeline_layouts(
-        first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p)) or first
+    mem = first if not (search_stages and (first.stages or first.experts)) else with_pipeline_layouts(
+        first, first.per_node, first.stages, lambda p: memory_at(pipeline_parallel=p), first.experts,
+        lambda d: memory_at(data_parallel=d, expert_parallel=True)) or first
     r = mem.result(speed)
     if mem is not first:  # stages fit chose, not given: said so (the estimate records the stages it is passed as given)
-        r = stages_chosen(r, first.per_node)
+        r = stages_chosen(r, first.per_node, tp_refused=first.tp_refused)
     why = async_pipeline_refusal(r.engine, engine_version) if workload.get("async_scheduling") else None
     if why is not None and search_stages and first.stages and not r.fits:  # the flag took the stages out: said
         plain = {**workload, "async_scheduling": False}
@@ -1653,16 +1718,25 @@ def async_stages_note(r: FitResult, stages: Sequence[int], why: str, plain: Memo
                                     f"{r.count} devices"))
 
 
-def stages_chosen(r: FitResult, per_node: int, ranked: str = "gives the most output tokens/s") -> FitResult:
-    """``r``, a pipeline layout ``fit`` chose (``with_pipeline_layouts``), its ``pipeline_parallel`` assumption said
-    as fit's choice, in its own assumptions and its estimate's (the estimate records the stages it is passed as
-    given, as it does a degree: ``as_fit_chose``)."""
-    why = (f"fit's choice: tensor parallelism alone does not fit within a machine of {per_node} devices, and of the "
-           f"pipeline layouts that fit this one {ranked} (estimate/fit.py with_pipeline_layouts, "
-           "the rule recommend and models --fits-on take); give --pp 1 for tensor parallelism only")
+def stages_chosen(r: FitResult, per_node: int, ranked: str = "gives the most output tokens/s",
+                  tp_refused: bool = False) -> FitResult:
+    """``r``, a pipeline or expert-parallel layout ``fit`` chose (``with_pipeline_layouts``), its
+    ``pipeline_parallel`` (``data_parallel``, ``expert_parallel``) assumption said as fit's choice, in its own
+    assumptions and its estimate's (the estimate records the stages it is passed as given, as it does a degree:
+    ``as_fit_chose``). ``ranked``: what the chosen layout is best at (the ranking ``with_pipeline_layouts`` took)."""
+    ranks = r.data_parallel > 1
+    whole = (f"a tensor-parallel degree is refused by the checkpoint's quantization blocks (eq. TP5) or tensor "
+             f"parallelism alone does not fit within a machine of {per_node} devices" if tp_refused else
+             f"tensor parallelism alone does not fit within a machine of {per_node} devices")
+    why = (f"fit's choice: {whole}, and of the "
+           + ("pipeline and expert-parallel" if ranks or tp_refused else "pipeline")
+           + f" layouts that fit this one {ranked} (estimate/fit.py with_pipeline_layouts, "
+           "the rule recommend and models --fits-on take); "
+           + ("give --dp 1 for tensor parallelism only" if ranks else "give --pp 1 for tensor parallelism only"))
+    names = ("data_parallel", "expert_parallel") if ranks else ("pipeline_parallel",)
 
     def said(a: Assumption) -> Assumption:
-        return Assumption(a.name, a.value, True, why) if a.name == "pipeline_parallel" else a
+        return Assumption(a.name, a.value, True, why) if a.name in names else a
     est = r.estimate.but(assumptions=tuple(map(said, r.estimate.assumptions))) if r.estimate is not None else None
     return replace_fields(r, assumptions=tuple(map(said, r.assumptions)), estimate=est)
 
@@ -1755,6 +1829,7 @@ class _FitSetup(NamedTuple):
     assumptions: tuple[Assumption, ...]
     workload: dict[str, Any]  # the workload fields as the setup leaves them (engine_version, gpus, cuda_memory)
     tp_options: tuple[int, ...]
+    tp_refused: bool = False  # eq. TP5 took a degree out of ``tp_options`` (``block_skipped``)
 
 
 def _fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, headroom: float | None,
@@ -1866,6 +1941,16 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
                              f"replica is its {pp} stages times each stage's tensor-parallel devices, the others "
                              "replicas of it)", also=("count",))
         layout = layout._replace(pipeline=pp)
+    dp = int(workload.get("data_parallel") or 1)
+    if dp > 1:  # (the engine and the model are checked by the workload and the estimate: compose.py)
+        refuse_tensor_parallel_apart(device, dp)
+        if n % (dp * (pinned or 1)):
+            raise FieldError("data_parallel", f"data_parallel {dp}" + (f" x tensor_parallel {pinned}" if pinned else "")
+                             + f" does not divide the {n} devices (each replica is its data-parallel ranks times "
+                             "each rank's tensor-parallel devices, the others replicas of it)",
+                             also=("count",) + (("tensor_parallel",) if pinned else ()))
+        layout = layout._replace(data=dp)
+        pp = pp * dp  # the degrees fit chooses among fill count / (pp x dp) devices
     # the stages given without a degree: fit chooses each stage's among those whose replicas of t x pp devices fill
     # the count (the options of count / pp: t divides it exactly when t x pp divides the count), by its one rule
     runs = served_format(spec, eng, weights)
@@ -1900,7 +1985,7 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     dev = inference_device_fields(device)
     return _FitSetup(kwh_price, device, n, target, instance, hr, eng, host_device, host_memory, per_node, layout,
                      split, pinned, usable, est_notes, on_cpu, dev, tuple(warnings), tuple(assumptions), workload,
-                     tuple(tp_options))
+                     tuple(tp_options), skipped is not None)
 
 
 class MemoryFit(NamedTuple):
@@ -1920,6 +2005,11 @@ class MemoryFit(NamedTuple):
     # ``pipeline_options``), and the machine size they are judged by (``with_pipeline_layouts``' ``per_node``)
     stages: tuple[int, ...] = ()
     per_node: int = SERVING_GPUS_PER_NODE
+    # the data-parallel degrees ``fit`` may try with expert parallelism on its own layout (``expert_options``), and
+    # whether eq. TP5 took a tensor-parallel degree out of this layout's options (``block_skipped``): both read by
+    # ``with_pipeline_layouts``
+    experts: tuple[int, ...] = ()
+    tp_refused: bool = False
 
 
 _NAME = attrgetter("name")
@@ -1989,6 +2079,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
     attention = str(workload.get("attention") or DEFAULT_ATTENTION)  # transformers' attn_implementation (hf_cache_traffic H2-H3)
+    expert_parallel = bool(workload.get("expert_parallel"))  # vLLM --enable-expert-parallel (with layout.data ranks)
     asynch = bool(workload.get("async_scheduling"))  # vLLM --async-scheduling (engines.step_host: the host step overlapped)
     links: list[float | None] = []
 
@@ -2030,12 +2121,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 _SPEED_MODELS[key] = (spec, device, m)
             return m
 
-        if (t > 1 or layout.pipeline > 1) and not links:
+        if (t > 1 or layout.pipeline > 1 or layout.data > 1) and not links:
             links.append(link_bandwidth_for(device, instance, hardware_files))
-        link = links[0] if t > 1 else None
+        link = links[0] if t > 1 or layout.data > 1 else None  # (data-parallel ranks exchange an MoE's tokens over it)
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
         net = machine_network(node_net, t, per_node)
-        per = per_replica(concurrency, layout.replicas(n, t))
+        per = per_replica(concurrency, layout.ranks(n, t))  # one engine rank's: a replica's data-parallel ranks each
         per = per if running is None else max(1, min(per, running))
         per = per if exact is None else exact
         if layout.pipeline > 1:  # the whole model at one micro-batch, then the stages in turn (eqs. PP3-PP4)
@@ -2046,7 +2137,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                                           links[0] if links else None)
             return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why, hop_latency)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
-                             engine_version, mesh, model, group, other, enc, attention, net, asynch)
+                             engine_version, mesh, model, group, other, enc, attention, net, asynch, layout.data,
+                             expert_parallel)
 
     def layout_grid(t: int, work: tuple[Any, ...], admitted: int | None,
                     chunk: int | None) -> list[list[float]] | None:
@@ -2099,8 +2191,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # each layout's output at this load, as fit reports the one it takes: its prompts' prefill competing with
             # its decode where the engine batches continuously (under_load, formulas/serving_queue.py eqs. Q5b, Q7)
             layout_tps = {t: replicas_tokens_per_second(under_load(speed_at(t, first, cap), eng, chunk),
-                                                        layout.replicas(n, t),
-                                                        concurrency)
+                                                        layout.ranks(n, t), concurrency)
                           for t in rankable}
         else:
             # at a rate every stable layout puts out the same tokens/s (rate x output tokens): each is ranked by its
@@ -2122,7 +2213,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             for t in rankable if rate_layouts is None else ():
                 admitted = admitted_per_replica(tried[t].details)
                 running = cap if admitted is None else admitted
-                layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / layout.replicas(n, t), chunk,
+                layout_w[t] = rate_seconds(speed_at(t, first, running), eng, request_rate / layout.ranks(n, t), chunk,
                                            layout_grid(t, first, admitted, chunk))
     order = quickest_first(layout_w) if layout_w else fastest_first(layout_tps) if layout_tps else rankable
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
@@ -2168,10 +2259,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     est = tried[tp]
     replicas = layout.replicas(n, tp)
     per_rep = per_replica(concurrency, replicas)
-    # the sequences one replica runs at once now (0 where its pool holds none) and those it is timed at: what it runs
+    # the engine ranks timed, each alone at its share (a replica's data-parallel ranks: ``ServingLayout.ranks``;
+    # else the replicas), and the fullest one's share
+    ranks = layout.ranks(n, tp)
+    per_rank = per_replica(concurrency, ranks)
+    # the sequences one rank runs at once now (0 where its pool holds none) and those it is timed at: what it runs
     # (a pool that holds fewer than its share is timed at those it holds); where it runs none, at the load it would
     # run if it fit (running_per_replica)
-    run_now = min(per_rep, int(est.details.get("running_sequences", per_rep)))
+    run_now = min(per_rank, int(est.details.get("running_sequences", per_rank)))
     fitted = {t: derived[t] if t in derived else bool(e.details["fits"]) for t, e in tried.items()}
     spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
               if replicas > 1 else "no replicas")
@@ -2212,6 +2307,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         rack = serving_domain_warning(device, n, tp * layout.pipeline, replicas, per_node)
         if rack is not None:
             warnings.append(rack)
+    if layout.data > 1 and spec.moe is not None and tp * layout.data > per_node:
+        warnings.append(f"{layout.data} data-parallel ranks x TP {tp} span {machines_spanned(tp * layout.data, per_node)} "
+                        f"machines of {per_node} devices: the MoE layers' token exchange is timed over the in-machine "
+                        "link (formulas/serving_expert_parallel.py eq. EP4), not the network: an under-estimate")
     if tp > per_node:
         spans = machine_network(node_net, tp, per_node)
         warnings.append(f"tensor parallel {tp} spans {machines_spanned(tp, per_node)} machines of {per_node} devices: its "
@@ -2282,7 +2381,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     def result(speed: bool) -> FitResult:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
         sp = idle = None
-        run = running_per_replica(per_rep, d)
+        run = running_per_replica(per_rank, d)
         # the engine's chunk and the workload the speed times, read once (pure reads of this fit's estimate, which
         # nothing below changes)
         chunk = prefill_chunk_tokens(est) if speed else None
@@ -2297,7 +2396,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             if run_now < 1 and sp is not None:  # nothing runs: the speed is the one if it fit, at the load named
                 named.append(Assumption("speed_sequences", run, True, f"the speed if it fit: {run} sequences at once "
                                         f"per replica, what the engine would run with memory for them (min(its "
-                                        f"share {per_rep} of the load, the engine's cap)); its pool holds none, so "
+                                        f"share {per_rank} of the load, the engine's cap)); its pool holds none, so "
                                         "no sequence runs"))
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
@@ -2306,14 +2405,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # (at a request rate: the open load of eq. Q10, each replica at its share of the rate)
             idle = sp  # (at the sequences run at once: a burst past them passes through those, eq. Q14)
             sp = under_load(sp, eng, chunk) if request_rate is None else \
-                _at_rate(sp, eng, request_rate / replicas, chunk, replicas,
+                _at_rate(sp, eng, request_rate / ranks, chunk, ranks,
                          layout_grid(tp, work, admitted_per_replica(d), chunk))
-        queue = queue_details(concurrency, replicas, per_rep, run_now, sp)
-        burst = burst_figure(idle, eng, per_rep, run_now, chunk) if speed and request_rate is None else None
+        queue = queue_details(concurrency, ranks, per_rank, run_now, sp)
+        burst = burst_figure(idle, eng, per_rank, run_now, chunk) if speed and request_rate is None else None
         if burst is not None:
-            said.append(burst_warning(burst, replicas))
+            said.append(burst_warning(burst, ranks))
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
-            named.append(queue_note(queue, per_rep, run, d))
+            named.append(queue_note(queue, per_rank, run, d))
         slow = slow_first_token(sp, concurrency, queue["queue_wait_seconds"]) if fits and request_rate is None \
             else None  # (at a rate: rate_capacity.py rate_warnings says it, with the rate's remedy)
         if slow is not None:
@@ -2324,17 +2423,22 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                          tuple(named), tuple(said),
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
                           "busy_replicas": busy_replicas(concurrency, replicas), **queue,
+                          **({"data_parallel_ranks": ranks, "sequences_per_rank": per_rank} if layout.data > 1 else {}),
                           **({"slow_first_token": slow} if slow is not None else {}),
                           **({"burst": burst} if burst is not None else {}),
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
-                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)),
-                         instances=instances_for(n, instance))
+                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, ranks, concurrency)),
+                         instances=instances_for(n, instance), data_parallel=layout.data,
+                         expert_parallel=expert_parallel)
 
     # fit's own layout (no degree, no stages, no rate given): the pipeline layouts it may take where tensor
     # parallelism does not fit within a machine (``_fit_at``: ``with_pipeline_layouts``, the hardware searches' rule)
     own = pinned is None and workload.get("pipeline_parallel") is None and request_rate is None
+    own_ranks = own and workload.get("data_parallel") is None and workload.get("expert_parallel") is None
     return MemoryFit(fits, result, d.get("engine_refusal_reason"), tp,
-                     tuple(pipeline_options(spec, layout, n)) if own else (), per_node)
+                     tuple(pipeline_options(spec, layout, n)) if own else (), per_node,
+                     tuple(expert_options(spec, layout, n, per_node)) if own_ranks else (),
+                     setup.tp_refused)
 
 
 def as_fit_chose(est: Estimate, tp_given: bool, concurrency: int | None, replicas: int) -> Estimate:
@@ -2546,6 +2650,26 @@ def quickest_first(seconds: dict[int, float]) -> list[int]:
     """Tensor-parallel degrees ordered by their layouts' mean request seconds at a rate (``rate_seconds``), the
     quickest first, a tie to the smaller degree; ``fit`` takes the first that fits."""
     return sorted(seconds, key=lambda t: (seconds[t], t))
+
+
+def serving_layout_text(tp: int, pp: int = 1, dp: int = 1, ep: bool = False) -> str:
+    """One replica's serving layout in words, the one home of fit's header, recommend's options and the plan:
+    'TP t', 'TP t x PP p', 'TP t x DP d' with data-parallel ranks, '... (EP d*t)' where the routed experts split
+    over all of them (formulas/serving_expert_parallel.py eq. EP1: ep = dp x tp)."""
+    return (f"TP {tp}" + (f" x PP {pp}" if pp > 1 else "") + (f" x DP {dp}" if dp > 1 else "")
+            + (f" (EP {dp * tp})" if ep else ""))
+
+
+def serving_engine_flags(engine: str, tp: int, pp: int = 1, dp: int = 1, ep: bool = False) -> str:
+    """The engine's own flags that start one replica of this layout: vLLM 0.19.1 engine/arg_utils.py:836,849,874,925
+    (``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--data-parallel-size``,
+    ``--enable-expert-parallel``); SGLang 0.5.23 arg_groups/fields/parallel.py:73-90, 192-194, 281-288 (``--tp-size``
+    over all of a replica's ranks, ``--attn-dp-size`` splitting its attention, ``--ep-size``)."""
+    if engine == "sglang":
+        return (f"--tp-size {tp * dp}" + (f" --pp-size {pp}" if pp > 1 else "")
+                + (f" --attn-dp-size {dp}" if dp > 1 else "") + (f" --ep-size {tp * dp}" if ep else ""))
+    return (f"--tensor-parallel-size {tp}" + (f" --pipeline-parallel-size {pp}" if pp > 1 else "")
+            + (f" --data-parallel-size {dp}" if dp > 1 else "") + (" --enable-expert-parallel" if ep else ""))
 
 
 def layout_words(t: int, count: int, pp: int = 1) -> str:

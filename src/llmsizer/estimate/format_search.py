@@ -56,6 +56,7 @@ from .fit import (
     RateMissCertain,
     RateOverloadError,
     async_stages_left,
+    expert_options,
     first_token_seconds,
     fit,
     fit_memory,
@@ -332,6 +333,17 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         lay = serving_layout(eng, dev, n, per_node)
         return {p: p * max(lay.tensor_parallel_options(spec, n // p, per_node)) for p in pipeline_options(spec, lay, n)}
 
+    def expert_reach(eng: str) -> dict[int, int]:
+        """Each expert-parallel layout's data-parallel ranks D on ``eng`` (``fit.expert_options``, where the caller
+        pins no layout) -> the devices of its widest replica (D x the largest degree of count / D), whose routed
+        experts split over all of them: the weights-alone check's share of that layout (a lower bound: attention
+        and dense layers are whole per rank)."""
+        if not staged or given.get("data_parallel") is not None or given.get("expert_parallel") is not None:
+            return {}
+        lay = serving_layout(eng, dev, n, per_node)
+        return {d: d * max(lay.tensor_parallel_options(spec, n // d, per_node))
+                for d in expert_options(spec, lay, n, per_node)}
+
     # stage_spread per engine and its widest replica (0: no stages), made where a rung first asks it
     reaches: dict[str, tuple[dict[int, int], int]] = {}
 
@@ -436,7 +448,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         # whether fit's own layout (tensor parallelism only) could hold the weights, else the pipeline layouts whose
         # replica's devices could (the same necessary condition, each layout's widest replica: stage_spread)
         own = offloaded or wb / spread <= weights_limit
-        widest = max(spread, reach_of(eng)[1]) if not own else spread
+        widest = max(spread, reach_of(eng)[1], *expert_reach(eng).values()) if not own else spread
         if wb / widest > weights_limit and not own:
             # the weights alone cannot fit on any layout (not asked; fit decides every rung that passes)
             smallest = (int(wb / widest), fmt, None, limit, eng)
@@ -464,14 +476,19 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         except InputError as e:
             return rejected(str(e), fmt)
         found = first
-        if first is None or first.refusal is None and not (first.fits and first.tensor_parallel <= per_node):
-            # this rung on a pipeline layout: fit's own does not fit within one machine (or cannot hold the weights)
+        ranked = expert_reach(eng)  # expert-parallel layouts (fit.expert_options) where fit's own could take them
+        if first is None or first.refusal is None and not (first.fits and first.tensor_parallel <= per_node
+                                                           and not (first.tp_refused and ranked)):
+            # this rung on a pipeline or expert-parallel layout: fit's own does not fit within one machine (or
+            # cannot hold the weights), or eq. TP5 took a degree out of it (the one rule: fit.with_pipeline_layouts)
             stages = [p for p, d in reach_of(eng)[0].items() if wb / d <= weights_limit]
             left = async_stages_left(eng, args, stages)
             if left is not None:  # the engine stops at start with them: not tried, said
                 stages_left.append(left)
                 stages = []
-            found = with_pipeline_layouts(first, per_node, stages, partial(_staged_fit, spec, target, cnt, args))
+            ranks = [r for r, d in ranked.items() if wb / d <= weights_limit]
+            found = with_pipeline_layouts(first, per_node, stages, partial(_staged_fit, spec, target, cnt, args),
+                                          ranks, partial(_expert_fit, spec, target, cnt, args))
         if found is None:  # no layout that could hold the weights answered (fit refused every stage count)
             smallest = (int(wb / max(spread, reach_of(eng)[1])), fmt, None, limit, eng)
             continue
@@ -571,6 +588,13 @@ def _staged_fit(spec: ModelSpec, target: Device | Instance, count: int | None, a
     """`fit --pp STAGES`'s memory stage of one rung (``args``: the rung's fit arguments): fit chooses each stage's
     tensor-parallel degree (``pick_format``'s pipeline layouts, ``fit.with_pipeline_layouts``)."""
     return fit_memory(spec, target, count, pipeline_parallel=stages, **args)
+
+
+def _expert_fit(spec: ModelSpec, target: Device | Instance, count: int | None, args: dict[str, Any],
+                ranks: int) -> MemoryFit:
+    """`fit --dp RANKS --enable-expert-parallel`'s memory stage of one rung (``args``: the rung's fit arguments): fit
+    chooses each rank's tensor-parallel degree (``pick_format``'s expert-parallel layouts, ``fit.expert_options``)."""
+    return fit_memory(spec, target, count, data_parallel=ranks, expert_parallel=True, **args)
 
 
 def format_on(spec: ModelSpec, hardware: str | Device | Instance, count: int | None = None, *,

@@ -102,7 +102,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
                    group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT,
                    encoder_flops: float = 0.0, decode_loop: str = "generate",
                    attention: str = "sdpa", network: MachineNetwork | None = None,
-                   async_scheduling: bool = False) -> SpeedEstimate:
+                   async_scheduling: bool = False, data_parallel: int = 1,
+                   expert_parallel: bool = False) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` serving ``concurrency`` sequences of ``prompt_tokens`` +
     ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2). ``device``: a catalog
     ``Device`` or ``Instance``, or its name (``resolve_target``, the rule ``fit`` reads ``hardware`` by: an instance
@@ -154,7 +155,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
     ``attention``: transformers' attn_implementation (sdpa, eager or flash): eager repeats K/V to every query head
     and writes the score tensor (formulas/hf_cache_traffic.py eqs. H2, H3). ``network``: the machines the
     ``tensor_parallel`` GPUs span and each one's network (speed_setup.MachineNetwork; None: one machine), which times
-    the all-reduces across them (formulas/network.py eqs. (11), (13'))."""
+    the all-reduces across them (formulas/network.py eqs. (11), (13')). ``data_parallel`` > 1: one of that many
+    data-parallel ranks (vLLM --data-parallel-size) of ``tensor_parallel`` devices, at ``concurrency`` sequences of
+    its own; an MoE's routed experts split over all the ranks' devices (``expert_parallel``: whole experts, vLLM
+    --enable-expert-parallel) and each MoE layer's tokens exchanged over the ranks at ``link_bandwidth``
+    (formulas/serving_expert_parallel.py eqs. EP1-EP4; speed_layout.data_parallel_shares, expert_exchanged)."""
     if not isinstance(device, (str, Device, Instance)):  # before, a name or None: an AttributeError from inside
         raise InputError(f"device: expected a device or instance name (text), a Device or an Instance, got "
                          f"{type(device).__name__} {short(device, 40)}")
@@ -174,10 +179,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int | None = None, *, we
                        other_bytes=other_bytes, encoder_flops=encoder_flops,
                        decode_loop=decode_loop, attention=attention,
                        async_scheduling=async_scheduling)(count, tensor_parallel, concurrency, link_bandwidth,
-                                                                nvlink_mesh, False, network)
+                                                                nvlink_mesh, False, network, data_parallel,
+                                                                expert_parallel)
 
 
-SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool, MachineNetwork | None], SpeedEstimate]
+# (count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh, decode_only, network, data_parallel,
+#  expert_parallel): speed_layout.layout_speed bound to one SpeedSetup
+SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool, MachineNetwork | None, int, bool],
+                       SpeedEstimate]
 
 
 def kernels_and_peak(spec: ModelSpec, device: Any, weights_format: str, engine: str | None,

@@ -236,13 +236,15 @@ def decode_routings(s: SpeedSetup, batch: int) -> float:
 
 def decode_weight_bytes(s: SpeedSetup, lay: Layout, batch: int) -> float:
     """The weight bytes one device reads in a decode step of ``batch`` sequences, before its shard: an MoE's
-    experts of b routings (eq. 5), one routing for identical sequences except in llama.cpp's batched step (eq. 11);
-    under a plan (eq. TP1) the rank's shards, its routed experts' share read."""
+    experts of b routings (eq. 5), one routing for identical sequences except in llama.cpp's batched step (eq. 11),
+    times the data-parallel ranks whose tokens its experts run (``lay.routing_ranks``, formulas/
+    serving_expert_parallel.py eq. EP4); under a plan (eq. TP1) the rank's shards, its routed experts' share read."""
     spec = s.spec
     w = float(s.read_bytes)
     if spec.moe is not None and s.expert_bytes:
-        frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, decode_routings(s, batch))
-        w = s.read_bytes - s.expert_bytes + s.expert_bytes * frac
+        frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts,
+                                   decode_routings(s, batch) * lay.routing_ranks)
+        w = s.read_bytes - s.expert_bytes + s.expert_bytes * lay.expert_scale * frac
         if lay.rank is not None:  # the rank's shards (eq. TP1), its routed experts' share read
             w = lay.rank_read - lay.rank_experts + lay.rank_experts * frac
     elif lay.rank is not None:
@@ -334,7 +336,9 @@ def fused_moe_step(s: SpeedSetup, lay: Layout, batch: int) -> float:
     if moe is None or not s.expert_bytes or not s.bw \
             or not E.fused_moe_kernel(s.engine, s.device.kind, s.fmt, s.kernel_floor):
         return 0.0
-    touched = moe.num_experts * moe_expert_fraction(moe.experts_per_token, moe.num_experts, decode_routings(s, batch))
+    # the experts it holds that the step's routings touch (the gathered ranks' under data parallelism, eq. EP4)
+    touched = moe.num_experts * lay.experts_held * moe_expert_fraction(
+        moe.experts_per_token, moe.num_experts, decode_routings(s, batch) * lay.routing_ranks)
     call, each = E.FUSED_MOE_CALL_SECONDS.expected, E.FUSED_MOE_EXPERT_SECONDS.expected
     layers = sum(1 for m in spec.moe_layers if m)
     fixed = fused_moe_seconds(0.0, float(s.bw), E.FUSED_MOE_STREAM_SHARE.expected, layers, touched, call, each)

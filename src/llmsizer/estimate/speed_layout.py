@@ -17,6 +17,13 @@ from ..formulas.elementwise_traffic import SOURCE_EAGER, elementwise_seconds, in
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.model_parallel_time import serving_pipeline_step
 from ..formulas.network import NCCL_TUNING_SOURCE, ring_bus_bandwidth
+from ..formulas.serving_expert_parallel import (
+    exchange_seconds,
+    expert_share,
+    expert_split_weights,
+    local_experts,
+    moe_split,
+)
 from ..formulas.speed import (
     PhaseTime,
     Roofline,
@@ -478,13 +485,71 @@ def layout_shares(s: SpeedSetup, wb_dev: WeightBytes, tp: int, concurrency: int,
                   rank_read, rank_experts, comm, {}, {}, assumptions)
 
 
+def data_parallel_shares(s: SpeedSetup, lay: Layout, wb_dev: WeightBytes, dp: int, expert_parallel: bool,
+                         assumptions: list[Assumption]) -> Layout:
+    """``lay``, one device of a data-parallel rank of ``lay.tp`` devices among ``dp`` (formulas/
+    serving_expert_parallel.py): its routed experts split by eqs. EP1-EP2 (the same ``expert_split_weights`` the
+    memory estimate holds them by), run over the ``dp`` ranks' gathered routings (eq. EP4)."""
+    spec = s.spec
+    experts = spec.moe.num_experts if spec.moe is not None else 1
+    expert_tp, ep = moe_split(lay.tp, dp, expert_parallel)
+    full = float(s.wb.by_component.get("experts", 0))
+    split = expert_split_weights(wb_dev, int(full), experts, lay.tp, ep, expert_tp)
+    held = float(split.by_component.get("experts", 0))
+    assumptions.append(Assumption(
+        "expert_split", f"{local_experts(experts, ep)} of {experts} experts" if ep > 1 else f"expert TP {expert_tp}",
+        True, f"{dp} data-parallel rank(s) x {lay.tp} tensor-parallel: each device holds "
+        f"{expert_share(experts, ep, expert_tp):.4g} of the routed experts' bytes and runs them over the {dp} ranks' "
+        "gathered tokens (formulas/serving_expert_parallel.py eqs. EP1-EP2, EP4)"))
+    return replace(lay, routing_ranks=dp, experts_held=local_experts(experts, ep) / experts if ep > 1 else 1.0,
+                   expert_scale=expert_share(experts, ep, expert_tp) * lay.tp,
+                   rank_read=lay.rank_read - lay.rank_experts + held if lay.rank is not None else lay.rank_read,
+                   rank_experts=held if lay.rank is not None else lay.rank_experts)
+
+
+def expert_exchanged(s: SpeedSetup, comm: Collectives, dp: int, prefill: PhaseTime | None, decode: PhaseTime | None,
+                     single: PhaseTime | None, concurrency: int, assumptions: list[Assumption],
+                     warnings: list[str]) -> tuple[PhaseTime | None, PhaseTime | None, PhaseTime | None, float]:
+    """The phases of one data-parallel rank with the MoE layers' token exchange over the ``dp`` ranks added (formulas/
+    serving_expert_parallel.py eq. EP4, each layer's dispatch and combine over the device link ``comm.link``, the
+    ranks in one machine): a decode step of ``concurrency`` sequences, one sequence's, and one prompt's prefill; and
+    the decode step's exchange [s]. No link known: not counted, said."""
+    spec = s.spec
+    link = comm.intra_link or comm.link
+    if link is None or spec.moe is None:
+        warnings.append(f"no interconnect bandwidth for the {dp} data-parallel ranks: the MoE layers' token exchange "
+                        "(dispatch and combine) is not counted")
+        return prefill, decode, single, 0.0
+    layers = sum(1 for m in spec.moe_layers if m)
+    experts = spec.moe.num_experts
+
+    def x(tokens: int) -> float:
+        return layers * exchange_seconds(tokens, spec.hidden_size, experts, s.act_bytes, dp, dp, link, link)
+
+    def over(p: PhaseTime | None, tokens: int) -> PhaseTime | None:
+        return None if p is None else replace(p, seconds=p.seconds + x(tokens), comm_seconds=p.comm_seconds + x(tokens))
+
+    step = x(concurrency)
+    assumptions.append(Assumption(
+        "expert_exchange", f"{step * 1e3:.3f} ms a decode step", True,
+        f"{layers} MoE layers x (the all-gather of each rank's {concurrency} tokens' hidden states and {experts} router "
+        f"logits, the reduce-scatter of the outputs) over {dp} data-parallel ranks at {link / 1e9:.0f} GB/s per device "
+        "(vLLM's default all2all backend allgather_reducescatter; formulas/serving_expert_parallel.py eq. EP4 with "
+        "formulas/expert_parallel_time.py eq. E3), not overlapped with compute"))
+    return over(prefill, s.prompt_tokens), over(decode, concurrency), over(single, 1), step
+
+
 def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurrency: int,
                  link_bandwidth: float | None, nvlink_mesh: bool | None, decode_only: bool = False,
-                 network: MachineNetwork | None = None) -> SpeedEstimate:
+                 network: MachineNetwork | None = None, data_parallel: int = 1,
+                 expert_parallel: bool = False) -> SpeedEstimate:
     """``estimate_speed``'s answer for one layout of the model ``s`` (``speed_model``'s second stage): the layout's
     shares and collectives (``layout_shares``, ``layout_collectives``), the prefill (``prefill_phase``), the decode
     at the load and of one sequence (``decode_step``), the range bands (``range_band_assumptions``). ``network``:
-    the machines a tensor-parallel group spans and their network (``layout_collectives``; None: one machine)."""
+    the machines a tensor-parallel group spans and their network (``layout_collectives``; None: one machine).
+    ``data_parallel`` > 1: one of that many data-parallel ranks (``expert_parallel``: vLLM
+    --enable-expert-parallel) at ``concurrency`` sequences of its own, an MoE's experts split and exchanged over the
+    ranks (``data_parallel_shares``, ``expert_exchanged``)."""
     spec, device, bw, peak, prompt_tokens = s.spec, s.device, s.bw, s.peak, s.prompt_tokens
     if count < 1 or concurrency < 1:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
@@ -505,6 +570,9 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
         wb_dev = mxfp4_rank_read(s, wb_dev, tp, assumptions)
     comm = layout_collectives(s, count, tp, concurrency, link_bandwidth, nvlink_mesh, warnings, network)
     lay = layout_shares(s, wb_dev, tp, concurrency, comm, assumptions)
+    exchange = data_parallel > 1 and spec.moe is not None and bool(s.expert_bytes)
+    if exchange:
+        lay = data_parallel_shares(s, lay, wb_dev, data_parallel, expert_parallel, assumptions)
     if not decode_only:
         ar = tp_allreduce_assumption(s, comm, link_bandwidth)
         if ar is not None:
@@ -527,7 +595,7 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     # fit's ranking decoded this layout already (one speed_model per fit; not llama.cpp, whose decode_step also
     # writes assumptions)
     kv_read, weights_read = lay.kv_read, lay.weights_read
-    key = (count, tp, concurrency, link_bandwidth, comm.nvlink_mesh, comm.network)
+    key = (count, tp, concurrency, link_bandwidth, comm.nvlink_mesh, comm.network, data_parallel, expert_parallel)
     done = s.decoded.get(key) if not s.llamacpp else None
     if done is None:
         done = (*decode_step(s, lay, concurrency, unfused, unfused_peak), kv_read.get(concurrency),
@@ -553,11 +621,15 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
                         "torch.compile) or a serving engine remove most of it")
     if s.output_tokens == 0:  # prefill only (embeddings, scoring): no token is decoded, no decode step is timed
         decode = roof_d = None
+    single, _ = decode_step(s, lay, 1, unfused, unfused_peak) if concurrency > 1 and decode is not None and \
+        not decode_only else (decode, roof_d)
+    step_exchange = 0.0
+    if exchange:
+        prefill, decode, single, step_exchange = expert_exchanged(s, comm, data_parallel, prefill, decode, single,
+                                                                  concurrency, assumptions, warnings)
     if decode_only:  # the same decode as the full answer's, nothing else
         return SpeedEstimate(spec.name, device.id, count, tp, s.bytes_fmt, s.dtype, prompt_tokens, s.output_tokens,
                              concurrency, None, decode if bw is not None else None, None, None, None)
-    single, _ = decode_step(s, lay, 1, unfused, unfused_peak) if concurrency > 1 and decode is not None else (
-        decode, roof_d)
     if bw is None:  # a compute-only decode time would be wildly optimistic
         decode = single = None
         roof_d = None
@@ -573,6 +645,11 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
                "weight_bytes_per_decode_step": weights_read.get(concurrency),
                "prefill_flops_per_device": rank_flops(lay, p_flops, p_attn, lay.rank_head, prompt_tokens,
                                                       s.encoder_flops)}
+    if exchange:
+        details.update(data_parallel=data_parallel, expert_parallel=expert_parallel,
+                       expert_exchange_seconds_per_decode_step=step_exchange,
+                       expert_bytes_per_device=lay.rank_experts if lay.rank is not None
+                       else s.expert_bytes * lay.expert_scale * lay.shard)
     if s.t5 is not None:
         details["decode_read_weight_bytes"] = s.read_bytes
     if comm.plan_comm is not None:  # eq. TP2's collectives per forward (their seconds: each phase's comm_seconds)

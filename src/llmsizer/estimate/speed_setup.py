@@ -147,3 +147,11 @@ class Layout:
     kv_read: dict[int, float]  # KV cache bytes one decode step of b sequences reads, by b
     weights_read: dict[int, float]  # weight bytes one device reads in a decode step of b sequences, by b
     assumptions: list[Assumption]
+    # data-parallel ranks whose tokens each device's routed experts run (formulas/serving_expert_parallel.py eq. EP4:
+    # the MoE layer gathers them), and the share of the E routed experts it holds whole (eq. EP2; 1: each expert
+    # tensor-parallel, every device a shard of all of them)
+    routing_ranks: int = 1
+    experts_held: float = 1.0
+    # the routed experts' bytes a device holds against the layout's own 1 / tp of them (eqs. EP1-EP2 x tp; 1: no
+    # data parallelism), read where no plan gives the rank's shards (tp 1)
+    expert_scale: float = 1.0

@@ -66,7 +66,7 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
 
 
 def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str | None = None,
-                                    group_size: int | None = None) -> str | None:
+                                    group_size: int | None = None, expert_tp: int | None = None) -> str | None:
     """Why vLLM (and SGLang, whose QKVParallelLinear is the same) will not shard ``spec`` ``tp`` ways, or None.
 
     vllm 0.19.1 (PyPI wheel): the attention heads must divide by tp (vllm/config/model.py:1110-1116, "Total number of
@@ -78,7 +78,8 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     SGLang shard the mixer; ``engine`` another, whose tensor parallelism leaves the mixer whole: no group rule).
     ``weights`` the format the engine runs: fp8-block also needs every shard whole in FP8 blocks, a group format
     (gptq/awq, compressed-tensors pack-quantized groups; ``group_size`` the workload's) whole groups
-    (``quant_block_refusal``)."""
+    (``quant_block_refusal``; ``expert_tp`` the ways each routed expert is split where not ``tp``: 1 under expert
+    parallelism, formulas/serving_expert_parallel.py eq. EP1)."""
     groups = mamba2_layout_refusal(spec, tp, engine)
     if groups is not None:
         return groups
@@ -88,7 +89,8 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     if spec.mla is None and kv % tp and tp % kv:
         return (f"tensor_parallel {tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name} "
                 "(vLLM splits KV heads evenly or replicates them evenly)")
-    return quant_block_refusal(spec, tp, engine, weights, group_size) if weights in QUANT_SHARD_FORMATS else None
+    return (quant_block_refusal(spec, tp, engine, weights, group_size, expert_tp) if weights in QUANT_SHARD_FORMATS
+            else None)
 
 
 # FP8 block quantization (DeepSeek-V3 ``quantization_config.weight_block_size`` [block_n, block_k]: one scale per
@@ -171,7 +173,7 @@ def shard_group_size(spec: ModelSpec, weights: str | None, group_size: int | Non
 
 
 def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str = "fp8-block",
-                        group_size: int | None = None) -> str | None:
+                        group_size: int | None = None, expert_tp: int | None = None) -> str | None:
     """Why vLLM or SGLang will not load ``spec``'s ``weights`` sharded ``tp`` ways, or None (eq. TP5): each shard holds
     whole quantization blocks (fp8-block) or whole groups (gptq/awq, compressed-tensors pack-quantized groups).
 
@@ -220,6 +222,10 @@ def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights:
       asserts g >= 32 (vllm quantization/moe_wna16.py:241-245, sglang moe_wna16.py:276-279): refused only there.
       MiniMax-M2.7 at TP 8 (I 1536: 192 per rank) loads through MoeWNA16 at group 64. compressed-tensors' experts
       (vllm CompressedTensorsWNA16MoEMethod) state no such check: not refused here.
+    The routed experts are split ``expert_tp`` ways (default ``tp``): their intermediate_size_per_partition is
+    intermediate // the MoE layer's own tp (vllm fused_moe/layer.py:425-426), which expert parallelism sets to 1
+    (fused_moe/config.py:1116-1131, formulas/serving_expert_parallel.py eq. EP1): whole experts per device, so no
+    shard of partial blocks; and data parallelism without it to dp x tp (eq. EP1, flattened).
     Merged layers (``_merged_partitions``: gate_up, a non-MLA qkv_proj with its K/V heads per rank, Gated DeltaNet's
     in_proj_qkvz): SGLang checks every partition against block_n at any degree, tp 1 included (fp8.py:600-610:
     ``len(output_partition_sizes) > 1``; only mimo_v2 and kimi_k3 pass skip_block_quant_check); vLLM's fp8-block lets
@@ -237,8 +243,9 @@ def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights:
     the catalog holds no act-order checkpoint."""
     if engine not in FP8_BLOCK_ENGINES:
         return None
+    etp = tp if expert_tp is None else expert_tp
     if not fp8_block_served(spec, weights):
-        return _group_refusal(spec, tp, engine, weights, group_size)
+        return _group_refusal(spec, tp, engine, weights, group_size, etp)
     cfg = ct_config(spec.name, spec.quantization_config) if weights == CT_METHOD else None
     who = "vLLM" if engine == "vllm" else "SGLang"
     block_n, block_k = fp8_block_size(spec)
@@ -256,13 +263,14 @@ def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights:
                      f"{scheme.group!r} block_structure): {who} refuses to load a shard of partial blocks")
             merged = True  # no mismatch allowance for a compressed-tensors config (above)
         if t.role == _EXPERT_DOWN:  # [hidden, I]: the experts' intermediate
-            per = in_f // tp
+            per = in_f // etp
             bad = [b for b in ((block_n, "block_n"),) + (((block_k, "block_k"),) if tp > 1 else ()) if per % b[0]]
-            if bad or in_f % tp:
-                return (f"tensor_parallel {tp} splits the {in_f}-wide routed-expert intermediate into {in_f / tp:g} "
-                        f"per device, not a multiple of {where} (fused MoE, eq. TP5); vLLM's and SGLang's answer for "
-                        "such a checkpoint is expert parallelism (DP + EP), which llmsizer does not model for serving: "
-                        "give a smaller tensor_parallel, or pipeline_parallel")
+            if bad or in_f % etp:
+                return (f"{_expert_split_words(tp, etp)} splits the {in_f}-wide routed-expert intermediate into "
+                        f"{in_f / etp:g} per device, not a multiple of {where} (fused MoE, eq. TP5); vLLM's and "
+                        "SGLang's answer for such a checkpoint is expert parallelism (expert_parallel: experts whole "
+                        "on each device, formulas/serving_expert_parallel.py eq. EP1): give expert_parallel (with "
+                        "data_parallel), a smaller tensor_parallel, or pipeline_parallel")
         elif tp > 1 and t.role in _ROW_SPLIT and (in_f % tp or (in_f // tp) % block_k):
             return (f"tensor_parallel {tp} splits the {in_f} input columns of {t.role} into {in_f / tp:g} per device, "
                     f"not a multiple of block_k {block_k} of {where} (row-parallel, eq. TP5): give a smaller "
@@ -308,7 +316,13 @@ def _merged_partitions(spec: ModelSpec, t: Tensor, tp: int) -> tuple[float, ...]
     return ()
 
 
-def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_size: int | None) -> str | None:
+def _expert_split_words(tp: int, etp: int) -> str:
+    """The layout that splits each routed expert ``etp`` ways, in the refusal's words."""
+    return f"tensor_parallel {tp}" if etp == tp else f"tensor_parallel {tp} x data_parallel {etp // tp}"
+
+
+def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_size: int | None,
+                   etp: int | None = None) -> str | None:
     """``quant_block_refusal`` for a group format (its docstring: row-parallel inputs whole groups per rank; gptq/awq
     experts within MoeWNA16's halved groups)."""
     g = shard_group_size(spec, weights, group_size)
@@ -318,10 +332,13 @@ def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_si
     for t in _block_checked(spec, engine):
         in_f = t.shape[1]
         if t.role == _EXPERT_DOWN:
-            k = moe_wna16_group(spec, tp, engine, weights, group_size)
-            if k is not None and k < min(g, MOE_WNA16_MIN_GROUP) or in_f % tp:
-                return (f"tensor_parallel {tp} splits the {in_f}-wide routed-expert intermediate of {spec.name} into "
-                        f"{in_f / tp:g} per device, whole groups of no size from its {weights} group {g} down to "
+            if weights == "compressed-tensors" or g >= in_f:  # (a group of the whole input: -1, one per column)
+                continue
+            et = tp if etp is None else etp
+            k = moe_wna16_group(spec, et, engine, weights, group_size)
+            if k is not None and k < min(g, MOE_WNA16_MIN_GROUP) or in_f % et:
+                return (f"{_expert_split_words(tp, et)} splits the {in_f}-wide routed-expert intermediate of "
+                        f"{spec.name} into {in_f / et:g} per device, whole groups of no size from its {weights} group {g} down to "
                         f"{MOE_WNA16_MIN_GROUP}: {who} refuses to load it (fused MoE Marlin, then MoeWNA16's group "
                         "halving, eq. TP5): give a smaller tensor_parallel, or pipeline_parallel")
         elif tp > 1 and t.role in _ROW_SPLIT and g < in_f and (in_f % tp or (in_f // tp) % g):

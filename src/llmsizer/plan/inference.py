@@ -105,13 +105,17 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
 
 
 def pipeline_of(job: InferenceJob, layout: FitResult | None = None) -> dict[str, Any]:
-    """fit's ``pipeline_parallel`` for the job: the stages of each replica of ``layout`` (the peak load's fit, whose
-    deployment every load is timed on), else the job's own ``pipeline_parallel`` (`fit --pp`); nothing without a
-    pipeline. fit makes each replica ``tensor_parallel`` x ``pipeline_parallel`` devices (estimate/fit.py
+    """fit's ``pipeline_parallel`` (and ``data_parallel`` / ``expert_parallel``) for the job: the stages and
+    data-parallel ranks of each replica of ``layout`` (the peak load's fit, whose deployment every load is timed on),
+    else the job's own (`fit --pp`, `--dp`, `--enable-expert-parallel`); nothing without them. fit makes each
+    replica ``tensor_parallel`` x ``pipeline_parallel`` x ``data_parallel`` devices (estimate/fit.py
     ``ServingLayout.replicas``, the one home of the devices per replica): the plan reads its replicas and devices
     per replica (count / replicas) from fit's answer, never from the degree alone."""
     pp = layout.pipeline_parallel if layout is not None else job.pipeline_parallel or 1
-    return {"pipeline_parallel": pp} if pp > 1 else {}
+    dp = layout.data_parallel if layout is not None else job.data_parallel or 1
+    ep = layout.expert_parallel if layout is not None else bool(job.expert_parallel)
+    return ({"pipeline_parallel": pp} if pp > 1 else {}) | ({"data_parallel": dp} if dp > 1 else {}) | (
+        {"expert_parallel": True} if ep else {})
 
 
 def open_rates(job: InferenceJob) -> tuple[float, float] | None:
@@ -341,6 +345,8 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
         passed[:] = [option.passed_over or ""]
         if not stages and option.pipeline_parallel > 1:  # the search's pipeline layout (fit.with_pipeline_layouts):
             stages = {"pipeline_parallel": option.pipeline_parallel}  # fit's answer on those stages, as it chose
+        if not stages and option.data_parallel > 1:  # the search's expert-parallel layout (the same rule)
+            stages = {"data_parallel": option.data_parallel, "expert_parallel": option.expert_parallel}
         return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
                    headroom=job.resources.headroom, tensor_parallel=tp, **fields, **stages)
     try:
@@ -481,7 +487,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         fmt = weights_asked(rec.chosen.weights_format) if rec.chosen.weights_format else fmt
         flags = rec.chosen.layout_flags  # a pipeline option (fit.with_pipeline_layouts): planned on its stages,
         if flags is not None:            # fit choosing each stage's degree, as the search sized it
-            job = replace(job, pipeline_parallel=rec.chosen.pipeline_parallel)
+            job = replace(job, pipeline_parallel=rec.chosen.pipeline_parallel if rec.chosen.pipeline_parallel > 1
+                          else None, data_parallel=rec.chosen.data_parallel if rec.chosen.data_parallel > 1 else None,
+                          expert_parallel=rec.chosen.expert_parallel or None)
         notes.advice.append(f"no resources named: planned on {hw.label} at {rec.chosen.weights_format or fmt}"
                             + (f" ({flags})" if flags else "") + ", the cheapest option `llmsizer recommend` finds "
                             "that fits the peak load and meets the latency limits")
@@ -579,7 +587,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             # the layout fit chose, as fit --json names it: a llama.cpp split is tensor parallel 1 over its devices
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
                              "tensor_parallel": f_peak.tensor_parallel,
-                             "pipeline_parallel": f_peak.pipeline_parallel, "replicas": replicas})
+                             "pipeline_parallel": f_peak.pipeline_parallel, "data_parallel": f_peak.data_parallel,
+                             "expert_parallel": f_peak.expert_parallel, "replicas": replicas})
     if hw is None:
         hw = none_hardware(job.resources)
     # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a

@@ -145,6 +145,10 @@ class Hardware:
     # pipeline stages of each replica (fit's pipeline_parallel: a replica is tensor_parallel x pipeline_parallel devices,
     # count / replicas); 1: none, left out of the JSON as fit --json leaves it out
     pipeline_parallel: int = 1
+    # data-parallel ranks of each replica, the routed experts split over all of them (fit's data_parallel,
+    # expert_parallel: a replica is tensor_parallel x data_parallel devices); 1 / False: none, left out of the JSON
+    data_parallel: int = 1
+    expert_parallel: bool = False
     replicas: int = 1
     # the devices of one machine where they are not the count's equal share: bare devices named with no
     # resources.nodes are machines of fit's size (plan/hardware.py ``machine_size``: 12 are 8 + 4); 0: count / nodes
@@ -182,7 +186,8 @@ class Hardware:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__  # machine_devices: said as per_node
-             if k != "machine_devices" and (k != "pipeline_parallel" or self.pipeline_parallel > 1)}
+             if k != "machine_devices" and (k != "pipeline_parallel" or self.pipeline_parallel > 1)
+             and (k not in ("data_parallel", "expert_parallel") or self.data_parallel > 1)}
         # the memory of one device before any headroom is `device_memory` (docs/nomenclature.md), not fit's
         # memory_per_device (what a workload takes of it); the old key is a deprecated alias, kept for one release
         d["device_memory"] = self.memory_per_device

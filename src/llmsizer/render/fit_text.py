@@ -28,6 +28,8 @@ def render_fit(r: FitResult) -> str:
         hint = fits_at_line(r.fits_at)
         return "\n".join(lines + ([hint] if hint else []) + fits_if_changed_lines(r.fits_if_changed))
     out = [fit_headline(r)]
+    if r.engine_flags:  # a layout with data-parallel ranks: the engine's own flags that start one replica of it
+        out.append(f"  {r.engine} flags (one replica): {r.engine_flags}")
     for why in r.reasons:
         out.append(f"  {why}")
     if r.memory_per_device is not None and r.budget_per_device is not None:
@@ -335,8 +337,7 @@ def fit_headline(r: FitResult) -> str:
     # one copy's GPUs (a llama.cpp split: one machine's, specs/training.py llamacpp_split_gpus; the machines replicas)
     per = r.count // max(1, r.replicas)
     split = (r.estimate.details.get("split") if r.estimate is not None else None) if per > 1 else None
-    par = f"{split['split_mode']} split over {per} GPUs" if split else f"TP {r.tensor_parallel}" + (
-        f" x PP {r.pipeline_parallel}" if r.pipeline_parallel > 1 else "")
+    par = f"{split['split_mode']} split over {per} GPUs" if split else r.layout_text
     return (f"{r.model} on {r.devices_text}: {'FITS' if r.fits else 'DOES NOT FIT'}  "
             f"[{r.engine}, {r.weights_format}, {par}"
             + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]")

@@ -478,6 +478,14 @@ INFERENCE = (
       "tensor_parallel x pipeline_parallel devices (vLLM and SGLang on GPUs, the devices in resources; without "
       "tensor_parallel, fit's choice of it among the degrees whose replicas fill the devices; default 1: no "
       "pipeline)", 2, bounds=COUNT, template=False, kinds=("inference",)),
+    F("data_parallel", "int", "data-parallel engine ranks of each replica, as `fit --dp` (vLLM --data-parallel-size): "
+      "each rank tensor_parallel devices serving its share of the sequences, a replica tensor_parallel x "
+      "data_parallel devices (vLLM and SGLang on GPUs, the devices in resources; default: fit's choice, 1 unless "
+      "an MoE model's tensor parallelism is refused or does not fit and an expert-parallel layout is faster)", 8,
+      bounds=COUNT, template=False, kinds=("inference",)),
+    F("expert_parallel", "bool", "the routed experts split over every rank of a replica (tensor_parallel x "
+      "data_parallel devices), as `fit --enable-expert-parallel` (vLLM --enable-expert-parallel; an MoE model; "
+      "default: fit's choice, as data_parallel)", True, template=False, kinds=("inference",)),
     F("engine_version", "str", "the engine's release (vllm, sglang), e.g. '0.10.1': its host work per decode step, "
       "which the speed follows (default: the current release)", "0.10.1", template=False, kinds=("inference",)),
     F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,

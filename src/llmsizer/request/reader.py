@@ -701,6 +701,11 @@ class _Reader:
             self.jerr(i, j, "pipeline_parallel", "lays out the devices named in resources in stages; give "
                       "resources.device or resources.instance (without them the plan searches hardware, each option "
                       "on fit's own layout)")
+        for name in ("data_parallel", "expert_parallel"):  # (the rest of their rule is fit's, at plan time)
+            if getattr(j, name) is not None and not j.resources.given:
+                self.jerr(i, j, name, "lays out the devices named in resources; give resources.device or "
+                          "resources.instance (without them the plan searches hardware, each option on fit's own "
+                          "layout)")
         if j.resources.headroom is not None and j.engine is not None:  # the workload's own rule (SGLang keeps none)
             try:
                 InferenceWorkload(engine=j.engine, headroom=j.resources.headroom)

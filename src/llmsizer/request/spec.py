@@ -371,6 +371,11 @@ class InferenceJob(_JobBase):
     # pipeline stages of each replica (fit's pipeline_parallel, `fit --pp`; vLLM, SGLang): a replica is tensor_parallel x
     # pipeline_parallel devices; None: 1 (no pipeline)
     pipeline_parallel: int | None = None
+    # data-parallel ranks of each replica (fit's data_parallel, `fit --dp`; vLLM --data-parallel-size): a replica is
+    # tensor_parallel x data_parallel devices; None: 1. expert_parallel: the routed experts split over all of its
+    # ranks (`fit --enable-expert-parallel`); None: False
+    data_parallel: int | None = None
+    expert_parallel: bool | None = None
     engine_settings: EngineSettings = field(default_factory=EngineSettings)
     adapters: Adapters = field(default_factory=Adapters)
     media: Media = field(default_factory=Media)

@@ -414,6 +414,31 @@ VLLM_ASYNC_SCHEDULING_SINCE = (0, 10)
 VLLM_ASYNC_WITH_PP_SINCE = (0, 15)
 
 
+DATA_PARALLEL_ENGINES = ("vllm", "sglang")
+
+
+def refuse_data_parallel(w: InferenceWorkload) -> None:
+    """One line where data_parallel > 1 or expert_parallel meets what does not take it: an engine other than vLLM
+    and SGLang (their flags: vLLM --data-parallel-size / --enable-expert-parallel, SGLang --attn-dp-size /
+    --ep-size), a CPU, or pipeline stages (not modelled together); the model (an MoE for expert_parallel) is the
+    estimate's check (estimate/inference/compose.py)."""
+    if not isinstance(w.expert_parallel, bool):
+        raise InputError(f"expert_parallel: {not_true_or_false(w.expert_parallel)}")
+    named = [n for n, v in (("data_parallel", w.data_parallel > 1), ("expert_parallel", w.expert_parallel)) if v]
+    if not named:
+        return
+    if w.engine is not None and w.engine not in DATA_PARALLEL_ENGINES:
+        raise FieldError(named[0], also=(*named[1:], "engine"), message=(
+            f"{' and '.join(named)} appl{'y' if len(named) > 1 else 'ies'} to vLLM (--data-parallel-size, "
+            f"--enable-expert-parallel) and SGLang (--attn-dp-size, --ep-size), not {w.engine}"))
+    if w.device == "cpu":
+        raise FieldError(named[0], f"{named[0]} applies to GPUs (vLLM, SGLang), not device cpu")
+    if w.pipeline_parallel > 1:
+        raise FieldError(named[0], also=("pipeline_parallel",), message=(
+            f"{named[0]} with pipeline_parallel {w.pipeline_parallel}: data / expert parallelism over pipeline "
+            "stages is not modelled; give one of them"))
+
+
 def refuse_async_scheduling(engine: str | None, version: str | None, pipeline_parallel: int = 1) -> None:
     """One line where ``async_scheduling`` (vLLM's --async-scheduling) meets a release without the flag (< 0.10) or
     pipeline stages on a release that stops at them (0.10-0.14); the engine is the workload's check
@@ -448,7 +473,7 @@ INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("mem_fraction_static", UTILIZATION), ("group_size", GROUP_SIZE), ("paged_block_size", COUNT),
     ("max_num_seqs", CONCURRENCY), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("pipeline_parallel", COUNT),
-    ("gpus", LLAMACPP_GPUS),
+    ("data_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE), ("max_mamba_cache_size", COUNT),
     ("mamba_full_memory_ratio", MEMORY_RATIO), ("gpu_capability", COUNT), ("image_min_tokens", IMAGE_TOKENS),
     ("image_max_tokens", IMAGE_TOKENS))
@@ -582,6 +607,13 @@ class InferenceWorkload:
     # each stage tensor_parallel devices: a replica takes tensor_parallel x pipeline_parallel devices; memory is the
     # worst stage's (estimate/inference/pipeline.py)
     pipeline_parallel: int = 1
+    # data-parallel engine ranks of one replica (vLLM --data-parallel-size, SGLang --attn-dp-size), each running its
+    # own batch over tensor_parallel devices: a replica takes data_parallel x tensor_parallel devices; an MoE model's
+    # routed experts are split over all of them (formulas/serving_expert_parallel.py eqs. EP1-EP3)
+    data_parallel: int = 1
+    # vLLM --enable-expert-parallel (SGLang --ep-size data_parallel x tensor_parallel): the routed experts whole on
+    # each device, split over data_parallel x tensor_parallel devices, rather than each expert tensor-parallel
+    expert_parallel: bool = False
     gpus: int = 1  # llama.cpp: GPUs one model is split over (layer or row split); memory is per GPU
     split_mode: str | None = None  # llama.cpp -sm: none | layer | row; None: layer
     tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts proportions per GPU; None: by free memory
@@ -628,7 +660,7 @@ class InferenceWorkload:
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:
             raise FieldError("mem_fraction_static", f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
         for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size",
-                     "tensor_parallel", "pipeline_parallel"):
+                     "tensor_parallel", "pipeline_parallel", "data_parallel"):
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise FieldError(name, f"{name} must be positive, got {v}")
@@ -737,6 +769,7 @@ class InferenceWorkload:
             refuse_async_scheduling(self.engine, self.engine_version, self.pipeline_parallel)
         if self.pipeline_parallel > 1:
             refuse_pipeline_engine(self.engine, self.device, self.gpu_runtime)
+        refuse_data_parallel(self)
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                         ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
                                         ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]

@@ -16,9 +16,12 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
 from ...formulas.params import count_params
+from ...formulas.serving_expert_parallel import expert_split_weights, moe_split, sequences_per_rank
 from ...formulas.tensor_parallel import (
+    QUANT_SHARD_FORMATS,
     check_tensor_parallel,
     mamba2_layout_refusal,
+    quant_block_refusal,
     serving_tensor_parallel_refusal,
     shard_weights,
     transformers_tensor_parallel_refusal,
@@ -478,6 +481,34 @@ def _sizing_assumption(acc: Acc, w: InferenceWorkload, name: str, why: str) -> N
     acc.assume(name, getattr(w, name), getattr(w, name) if name in (w.given or ()) else None, why)
 
 
+def _data_parallel_rank(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> InferenceWorkload:
+    """``w`` as one of its ``data_parallel`` ranks holds it (formulas/serving_expert_parallel.py eq. EP3: ceil(C / D)
+    of its sequences), the layout named in ``acc``; ``expert_parallel`` on a model with no routed experts refused."""
+    given = w.given or ()
+    if w.expert_parallel and not spec.is_moe:
+        raise FieldError("expert_parallel", f"expert_parallel: {spec.name} has no routed experts (not an MoE model); "
+                         "give data_parallel alone for data-parallel ranks, or leave it out")
+    if w.expert_parallel or "expert_parallel" in given:
+        acc.assume("expert_parallel", False, w.expert_parallel if "expert_parallel" in given else None,
+                   "routed experts tensor-parallel (vLLM without --enable-expert-parallel)")
+    if w.data_parallel == 1 and "data_parallel" not in given:
+        return w
+    acc.assume("data_parallel", 1, w.data_parallel if "data_parallel" in given else None,
+               "one engine rank per replica (InferenceWorkload's default)")
+    if w.data_parallel == 1:
+        return w
+    per = sequences_per_rank(w.concurrency, w.data_parallel)
+    acc.assumptions.append(Assumption(
+        "sequences_per_rank", per, True,
+        f"each of {w.data_parallel} data-parallel ranks runs and caches its own ceil({w.concurrency} / "
+        f"{w.data_parallel}) sequences (formulas/serving_expert_parallel.py eq. EP3); memory and speed are one "
+        "rank's"))
+    acc.warnings.append(f"memory and speed are one data-parallel rank's at {per} sequences (fit's total counts every "
+                        "rank; an MoE layer's token exchange over the ranks is timed by formulas/"
+                        "serving_expert_parallel.py eq. EP4); the ranks' load imbalance is not modelled")
+    return dataclasses.replace(w, concurrency=per)
+
+
 def _with_media(w: InferenceWorkload, media: Media | None) -> InferenceWorkload:
     """``w`` with its image/video tokens in the context: they occupy it like text (KV cache, prefill, admission)."""
     return w if media is None else dataclasses.replace(w, context=w.context + media.tokens)
@@ -503,6 +534,7 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
     if w.pipeline_parallel > 1 or "pipeline_parallel" in given:  # the stages the decoder layers are split over
         acc.assume("pipeline_parallel", 1, w.pipeline_parallel if "pipeline_parallel" in given else None,
                    "one pipeline stage per replica (InferenceWorkload's default)")
+    w = _data_parallel_rank(spec, w, acc)  # one data-parallel rank's sequences (eq. EP3)
     media = media_in_context(spec, w, acc)
     w = _with_media(w, media)
     acc.assumptions.extend(model_note_assumptions(spec))  # config values the model reader defaulted or derived
@@ -524,12 +556,17 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
         acc.assumptions.append(stored_head)
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
+    expert_tp, ep = moe_split(w.tensor_parallel, w.data_parallel, w.expert_parallel)  # eq. EP1
+    if w.tensor_parallel == 1 and expert_tp > 1 and fmt in QUANT_SHARD_FORMATS:  # experts split by DP x TP alone
+        block_refusal = quant_block_refusal(spec, 1, str(w.engine), fmt, group, expert_tp)
+        if block_refusal is not None:
+            raise FieldError("data_parallel", block_refusal, also=("expert_parallel",))
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         groups_refusal = mamba2_layout_refusal(spec, w.tensor_parallel, str(w.engine))
         if groups_refusal is not None:
             raise FieldError("tensor_parallel", groups_refusal)
-        kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel, str(w.engine), fmt, group)
+        kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel, str(w.engine), fmt, group, expert_tp)
         if kv_refusal is not None:
             raise InputError(kv_refusal)
         plan_refusal = transformers_tensor_parallel_refusal(spec) if w.engine == "transformers" else None
@@ -544,6 +581,19 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
                            capability=capability)
         if stage is None:
             acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
+    if expert_tp * ep > w.tensor_parallel:  # the routed experts split over the data-parallel ranks too (eq. EP1)
+        full = weight_bytes(served, fmt, group, act_bytes, fused, str(w.engine), capability)
+        wb = expert_split_weights(wb, full.by_component.get("experts", 0), spec.moe.num_experts if spec.moe else 1,
+                                  w.tensor_parallel, ep, expert_tp)
+        acc.warnings.append(
+            f"memory is per device, for each of {w.data_parallel * w.tensor_parallel} devices of "
+            f"{w.data_parallel} data-parallel rank(s) x {w.tensor_parallel} tensor-parallel: "
+            + (f"routed experts split over {ep} expert-parallel devices, ceil({spec.moe.num_experts if spec.moe else 0}"
+               f" / {ep}) whole experts on the fullest" if ep > 1 else
+               f"each routed expert tensor-parallel over {expert_tp} devices (vLLM flattens the MoE layer's "
+               "tensor parallelism over the data-parallel ranks without --enable-expert-parallel)")
+            + "; attention, dense and shared-expert weights on every rank (formulas/serving_expert_parallel.py "
+            "eqs. EP1-EP2); the all-to-all buffers are not modelled")
     kv_share = 1.0
     if stage is not None:
         from .pipeline import kv_stage_share, stage_weights

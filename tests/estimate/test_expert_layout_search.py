@@ -1,0 +1,114 @@
+"""fit's own layout tries expert parallelism (`--dp D --enable-expert-parallel`) where eq. TP5 refuses a degree or
+tensor parallelism does not fit (estimate/fit.py ``with_pipeline_layouts``, ``expert_options``; epdp3).
+
+Independent truths:
+- MiniMax-M2.7's routed-expert intermediate (1536, config.json ``intermediate_size``) split over TP 8 is 192 wide,
+  not a multiple of its 128 x 128 FP8 blocks (``quantization_config.weight_block_size``): vLLM 0.19.1
+  quantization/fp8.py:625-649 refuses that shard, so TP 8 is out and the layouts that use all 8 devices in one
+  replica are data-parallel ranks with the experts split over them (fused_moe/config.py:1004-1131
+  FusedMoEParallelConfig.make) -- MiniMax's own vLLM recipe for 8 GPUs is `--data-parallel-size 8
+  --enable-expert-parallel`;
+- the rule that picks among them is the one the searches already take: the most output tokens/s in total, each
+  candidate sized by `fit` itself with the layout stated (so the choice is checked against fit's own answers at
+  every layout, not a pinned number);
+- the flags: vLLM 0.19.1 engine/arg_utils.py:849 (--tensor-parallel-size), :874 (--data-parallel-size),
+  :925 (--enable-expert-parallel).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.errors import InputError
+from llmsizer.estimate.fit import fit, serving_engine_flags, serving_layout_text
+from llmsizer.recommend import best_option_on
+
+H100 = "H100"
+
+
+@pytest.fixture(scope="module")
+def minimax() -> object:
+    return fit("minimax-m2.7", H100, 8, engine="vllm")
+
+
+def test_tp8_refused_so_the_search_takes_an_expert_parallel_layout(minimax) -> None:
+    r = minimax
+    assert r.fits
+    why = next(a.why for a in r.all_assumptions if a.name == "data_parallel")  # said as fit's choice, and why
+    assert "eq. TP5" in why and "with_pipeline_layouts" in why
+    assert r.data_parallel > 1 and r.expert_parallel
+    assert r.tensor_parallel * r.data_parallel * r.replicas == 8
+    assert r.tensor_parallel < 8
+
+
+def test_the_choice_is_the_fastest_layout_fit_answers(minimax) -> None:
+    """Every layout the search tries, each stated to fit: the taken one has the most tokens/s in total."""
+    rates = {}
+    for dp in (2, 4, 8):
+        for tp in (1, 2, 4):
+            if tp * dp > 8 or 8 % (tp * dp):
+                continue
+            f = fit("minimax-m2.7", H100, 8, engine="vllm", tensor_parallel=tp, data_parallel=dp,
+                    expert_parallel=True)
+            if f.fits:
+                rates[(tp, dp)] = f.tokens_per_second_total
+    plain = fit("minimax-m2.7", H100, 8, engine="vllm", tensor_parallel=4)
+    assert plain.fits and plain.data_parallel == 1
+    taken = rates[(minimax.tensor_parallel, minimax.data_parallel)]
+    assert taken == pytest.approx(minimax.tokens_per_second_total, rel=1e-9)
+    assert taken >= max(rates.values()) * (1 - 1e-9)
+    assert taken >= plain.tokens_per_second_total
+
+
+def test_tp8_is_refused_by_eq_tp5() -> None:
+    with pytest.raises(InputError, match="not a multiple"):
+        fit("minimax-m2.7", H100, 8, engine="vllm", tensor_parallel=8)
+
+
+def test_dp8_ep8_is_a_layout_that_fits(minimax) -> None:
+    """MiniMax's recipe (`--data-parallel-size 8 --enable-expert-parallel`) fits, 32 of 256 experts per device."""
+    f = fit("minimax-m2.7", H100, 8, engine="vllm", tensor_parallel=1, data_parallel=8, expert_parallel=True)
+    assert f.fits and f.layout_text == "TP 1 x DP 8 (EP 8)"
+    assert f.engine_flags == "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel"
+
+
+def test_text_and_json_name_the_layout_and_the_flags(minimax) -> None:
+    r = minimax
+    t, d = r.tensor_parallel, r.data_parallel
+    text = str(r)
+    assert f"TP {t} x DP {d} (EP {t * d})" in text.splitlines()[0]
+    assert f"vllm flags (one replica): --tensor-parallel-size {t} --data-parallel-size {d} --enable-expert-parallel" \
+        in text
+    j = r.to_dict()
+    assert j["data_parallel"] == d and j["expert_parallel"] is True
+    assert j["layout"] == f"TP {t} x DP {d} (EP {t * d})"
+    assert j["engine_flags"] == f"--tensor-parallel-size {t} --data-parallel-size {d} --enable-expert-parallel"
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-30b-a3b"])
+def test_not_taken_for_a_dense_model_or_where_tp_fits(model: str) -> None:
+    """A dense model has no experts to split; an MoE whose every TP degree loads and fits keeps fit's TP."""
+    r = fit(model, H100, 8, engine="vllm")
+    assert r.fits and r.data_parallel == 1 and not r.expert_parallel
+    assert "engine_flags" not in r.to_dict()
+
+
+def test_flags_words() -> None:
+    assert serving_engine_flags("vllm", 2, 1, 4, True) == \
+        "--tensor-parallel-size 2 --data-parallel-size 4 --enable-expert-parallel"
+    assert serving_layout_text(2, 1, 4, True) == "TP 2 x DP 4 (EP 8)"
+    assert serving_layout_text(4, 2) == "TP 4 x PP 2"
+    # SGLang 0.5.23 arg_groups/fields/parallel.py:73-90, 192-194, 281-288: tp over all ranks, attention DP, EP size
+    assert serving_engine_flags("sglang", 2, 1, 4, True) == "--tp-size 8 --attn-dp-size 4 --ep-size 8"
+
+
+def test_recommend_takes_the_same_layout(minimax) -> None:
+    """recommend's evaluation of the same deployment (format_search.pick_format through with_pipeline_layouts)."""
+    o = best_option_on("minimax-m2.7", H100, 8, engine="vllm")
+    assert (o.weights_format, o.tensor_parallel, o.data_parallel, o.expert_parallel) == (
+        minimax.weights_format, minimax.tensor_parallel, minimax.data_parallel, True)
+    d = o.to_dict()
+    t, dp = o.tensor_parallel, o.data_parallel
+    assert d["layout_flags"] == f"--tp {t} --dp {dp} --enable-expert-parallel"  # fit's own flags, copied, re-size it
+    assert d["serving_flags"] == f"--tensor-parallel-size {t} --data-parallel-size {dp} --enable-expert-parallel"
+    assert d["layout"] == f"TP {t} x DP {dp} (EP {t * dp})"
