@@ -34,6 +34,8 @@ def test_a_stated_tp_8_is_refused_in_one_line(command: str, capsys: pytest.Captu
     code, _, err = run([command, "minimax-m2.7", *place, "--tp", "8", "--engine", "vllm"], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert "192 per device" in err and "expert parallelism" in err and "not model" in err
+    # the CLI names its flags, as every other CLI line does (probe33 D3), not the Python fields
+    assert "--tp 8 splits" in err and "a smaller --tp, or --pp" in err and "tensor_parallel" not in err
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -529,8 +529,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
         if groups_refusal is not None:
             raise FieldError("tensor_parallel", groups_refusal)
         kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel, str(w.engine), fmt, group)
-        if kv_refusal is not None:
-            raise InputError(kv_refusal)
+        if kv_refusal is not None:  # a field error, so each face names its own flag / key (--tp, --pp; web "tp")
+            raise FieldError("tensor_parallel", kv_refusal,
+                             also=("pipeline_parallel",) if "pipeline_parallel" in kv_refusal else ())
         plan_refusal = transformers_tensor_parallel_refusal(spec) if w.engine == "transformers" else None
         if plan_refusal is not None:
             raise FieldError("tensor_parallel", plan_refusal, also=("engine",))
