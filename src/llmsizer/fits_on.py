@@ -27,7 +27,7 @@ from .estimate.formats import format_quality
 from .formulas.params import count_params
 from .formulas.weight_formats import stored_format
 from .recommend import Constraints, Option, best_option_on, experts_in_host, reading_floor_unchecked
-from .result import json_data
+from .result import envelope, json_data
 from .specs import InferenceWorkload, normalize_engine
 
 # The order of ``models --fits-on``'s rows (CLI table, JSON ``models``, the web page and ``models_that_fit`` alike:
@@ -154,14 +154,15 @@ def models_that_fit(hardware: str | Device | Instance | Detection, query: str = 
     opts = ranked(opts)
     # the hardware as asked ('detected' stays so; the device it resolved to is ``device``)
     named = asked if isinstance(asked, str) else hardware if isinstance(hardware, str) else hardware.id
-    data: dict[str, Any] = {"hardware": named, **on, "context": context, "concurrency": concurrency, **given,
+    data: dict[str, Any] = envelope("models-fits-on", {"hardware": named, **on, "context": context,
+                                                       "concurrency": concurrency, **given,
             "order": FITS_ON_ORDER,
             "models": [{"id": e.id, **o.to_dict(), "params": count_params(e.spec()).total,
                         "quality": format_quality(o.weights_format, stored_format(e.spec())[0])
                         if o.status == "meets" else None,
                         "experts_in_host": experts_in_host(e.spec(), o, hardware, count, **host_args)}
                        for e, o in opts],
-            "warnings": [w for w in (files_aside, unchecked, newer) if w]}
+            "warnings": [w for w in (files_aside, unchecked, newer) if w]})
     data["fitting"] = fitting(data["models"])  # the count the CLI and the web page print
     return ModelsThatFit(data, tuple(opts))
 

@@ -200,6 +200,8 @@ def _shown(value: object) -> str:
         return f"about 10^{int(math.log10(abs(value)))}" if value > 0 else f"about -10^{int(math.log10(-value))}"
     if abs(value) >= 1e18:
         return f"{value:.3g}"
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))  # a whole number as one: '--concurrency 1e9' is 1000000000, not '1e+09'
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

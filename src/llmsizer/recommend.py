@@ -121,7 +121,7 @@ from .formulas.weight_formats import normalize_format, stored_format
 from .frozen import fast_init
 from .models import spec_of
 from .numbers import BUDGET, KWH_PRICE, TIME_LIMIT, TOKEN_RATE, TRAIN_TOKENS, Range, check_number
-from .result import Assumption, Notes, json_data
+from .result import SCHEMA_VERSION, Assumption, Notes, json_data
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.training import layout_devices, recomputes_whole_layer
 from .specs.workload import implied_engine, normalize_engine, read_number
@@ -375,7 +375,7 @@ class Recommendation:
         return self.options[0] if self.options else None
 
     def to_dict(self) -> dict[str, Any]:
-        return json_data({"schema_version": 1, "kind": f"recommend-{self.kind}", "model": self.model, "workload": self.workload,
+        return json_data({"schema_version": SCHEMA_VERSION, "kind": f"recommend-{self.kind}", "model": self.model, "workload": self.workload,
                 "constraints": self.constraints.to_dict(), "chosen": self.chosen.to_dict() if self.chosen else None,
                 "options": [o.to_dict() for o in self.options], "rejected": [o.to_dict() for o in self.rejected],
                 "advice": list(self.advice), "quantization": list(self.quantization),

@@ -15,7 +15,16 @@ from .frozen import fast_init
 
 Location = Literal["device", "host"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # the one version of every --json answer and web API answer (``envelope``)
+
+
+def envelope(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A JSON answer as every command writes it: ``{"schema_version", "kind", ...body}``, ``kind`` the answer's
+    type (``inference``, ``fit-inference``, ``plan``, ``hardware``, ``inspect``...). The one home of
+    the envelope: a body's own ``kind`` key would be overwritten, so none carries one."""
+    if "kind" in body or "schema_version" in body:
+        raise ValueError(f"a {kind} answer's body names its own kind / schema_version")
+    return {"schema_version": SCHEMA_VERSION, "kind": kind, **body}
 
 # details key: how many devices the "device" items are summed over (a llama.cpp split over N GPUs); absent: the
 # device items are one device's (one device, or each of N identical tensor/pipeline/data-parallel shards)

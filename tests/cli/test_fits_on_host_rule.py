@@ -14,7 +14,7 @@ ASKED = ("--fits-on", "rtx-4090", "--context", "32k")
 
 def test_a_host_checked_row_fits_as_fit_auto_says() -> None:
     code, out, _ = run("models", "gpt-oss-120b", *ASKED, "--host-memory", "64GiB")
-    assert code == 0 and "1 of 1 models fit (1 with experts in host memory" in out, out
+    assert code == 0 and "1 of 1 model fits (1 with experts in host memory" in out, out
     code_json, data = run_json("models", "gpt-oss-120b", *ASKED, "--host-memory", "64GiB")
     h = data["models"][0]["experts_in_host"]
     assert code_json == 0 and h["host_memory_checked"] is True and data["fitting"] == [data["models"][0]["id"]]
@@ -26,4 +26,4 @@ def test_a_host_checked_row_fits_as_fit_auto_says() -> None:
 
 def test_an_unchecked_row_does_not_count() -> None:
     code, out, _ = run("models", "gpt-oss-120b", *ASKED)
-    assert code == 1 and "0 of 1 models fit" in out and "unchecked" in out, out
+    assert code == 1 and "0 of 1 model fits" in out and "unchecked" in out, out

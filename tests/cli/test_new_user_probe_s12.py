@@ -53,7 +53,7 @@ jobs:
 @pytest.mark.parametrize(("concurrency", "said"), [
     ("2.7", ": must be a whole number, got 2.7"), ("0", ": 0 is out of range"), ("-4", ": -4 is out of range"),
     ("100000000000000", ": 100000000000000 is out of range"),
-    ("{typical: 4, peak: 1e9}", ".peak: 1e+09 is out of range")])
+    ("{typical: 4, peak: 1e9}", ".peak: 1000000000 is out of range")])
 def test_a_request_concurrency_is_checked_with_the_flags_range_at_its_line(tmp_path, concurrency, said):
     """`traffic.concurrency: 100000000000000` passed the reader (a count of up to 10^15 "people, examples or
     parameters") and the plan exited 1 with an ERROR check "Cannot be fitted"; now it is bad input at its line,

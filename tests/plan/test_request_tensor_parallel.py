@@ -122,3 +122,14 @@ def test_capacity_check_places_the_memory_fit_tp_answers(tmp_path, capsys: pytes
     # fit's name for what the verdict compares (docs/nomenclature.md); memory_need its deprecated alias
     assert check["fits"] and check["need"]["verdict_need_per_device"] == cli["memory_per_device"]
     assert check["need"]["memory_need"] == check["need"]["verdict_need_per_device"]
+
+
+def test_a_degree_eq_tp5_refuses_is_refused_at_its_line() -> None:
+    """probe33 D3: eq. TP5's refusal (MiniMax-M2.7's 1536-wide experts in 128 x 128 FP8 blocks: TP 8 leaves 192 per
+    device) is fit's exit 2 for `fit --tp 8`, so the plan's pinned degree is refused at its line, as the others are,
+    not answered at another degree."""
+    text = job_yaml("inference", body("tensor_parallel: 8  #<", "h100-sxm", 8, "vllm").replace(MODEL, "minimax-m2.7"))
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "#<" in ln)
+    with pytest.raises(InputError, match=rf"t\.yaml:{line}: job 'chat' \(inference\): tensor_parallel 8 splits the "
+                       r"1536-wide routed-expert intermediate into 192 per device"):
+        plan_of(text.replace("  #<", ""))

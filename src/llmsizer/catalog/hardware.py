@@ -309,7 +309,9 @@ class Device:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "kind": self.kind, "vendor": self.vendor,
+        # ``device_kind``: gpu, cpu, ... (``kind`` is every JSON answer's type, result.envelope); ``kind`` here
+        # is its deprecated alias, kept one release in ``hardware list`` (docs/hardware.md)
+        return {"id": self.id, "name": self.name, "device_kind": self.kind, "kind": self.kind, "vendor": self.vendor,
                 "form_factor": self.form_factor, "aliases": list(self.aliases), "owned": self.owned,
                 "origin": self.origin, "interconnect": self.interconnect, "memory_bytes": self.memory_bytes,
                 "memory_basis": self.memory_basis,

@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..estimate.device import host_link, target_memory
 from ..render.safe import say
 from ..render.text import table
+from ..result import envelope
 from ..suggest import NAME_QUERY_HELP
 from ..units import format_bytes
 from .commands import COMMAND_HELP
@@ -137,7 +138,8 @@ def _found(args: argparse.Namespace) -> tuple[list[Device], list[Instance]]:
 def list_answer(args: argparse.Namespace) -> dict[str, Any]:
     """`hardware list --json` (and the web API's hardware list)."""
     devices, instances = _found(args)
-    return {"devices": [d.to_dict() for d in devices], "instances": [i.to_dict() for i in instances]}
+    return envelope("hardware-list", {"devices": [d.to_dict() for d in devices],
+                                      "instances": [i.to_dict() for i in instances]})
 
 
 def show_answer(args: argparse.Namespace) -> dict[str, Any]:
@@ -145,9 +147,10 @@ def show_answer(args: argparse.Namespace) -> dict[str, Any]:
     cat = load_catalog(args.hardware_file)
     hw = cat.find(args.name)
     data = hw.to_dict()
+    data.pop("kind", None)  # a device's ``kind`` (deprecated alias of ``device_kind``): here the answer's kind
     data["sources"] = {k: cat.sources.get(k, {}) for k in sorted({v["source"] for v in data["values"].values()})}
     data["usable_memory"] = usable_memory_of(hw)
-    return data
+    return envelope("hardware", data)
 
 
 def usable_memory_of(hw: Device | Instance) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ..formulas.weight_formats import file_weight_bytes, format_names, stored_fo
 from ..numbers import CONCURRENCY, COUNT, MACHINE_GPUS
 from ..render.safe import say
 from ..render.text import table
+from ..result import envelope
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
 from ..suggest import NAME_QUERY_HELP
@@ -141,7 +142,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         act = f"{format_count(pc.active)}" if pc.active != pc.total else ""
         rows.append([e.name, e.id, format_count(pc.total), act, e.spec().attention_kind, e.config.get("model_type", "")])
     say(table(rows, ["name", "id", "params", "active", "attention", "model_type"]))
-    say(f"{len(found)} models")
+    say(f"{len(found)} model" + ("" if len(found) == 1 else "s"))
     return 0
 
 
@@ -262,13 +263,13 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
                           "ffn_sizes": list(spec.ffn_sizes) or None,
                           "towers": [n for n, t in (("vision", g4.vision), ("audio", g4.audio)) if t is not None],
                           "tower_params": gemma4_tower_params(spec)}
-    data = {
+    data = envelope("inspect", {
         "model": spec.name, "source": spec.source, "architecture": arch,
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
         "published_params": spec.published_params, "published_params_source": spec.published_params_source or None,
         "stored_format": {"format": fmt, "why": why, "bytes": stored_bytes},
         "notes": list(spec.notes),
-    }
+    })
     if mtp:
         data["mtp"] = {"layers": spec.mtp_layers, "params": mtp_params(spec), "unique_params": mtp_unique_params(spec),
                        "bytes": mtp}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..render.safe import say
+from ..result import envelope
 from .commands import COMMAND_HELP
 from .common import add_force, check_output_file, emit_json, write_atomic
 
@@ -311,14 +312,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.markdown:
         write_atomic(Path(args.markdown), render_markdown(g), force=args.force)
     if args.json:
-        emit_json({"cases": [c.to_dict() for c in g["cases"]],
+        emit_json(envelope("validate", {"cases": [c.to_dict() for c in g["cases"]],
                    "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],
                    "summary": [s.to_dict() for s in g["summary"]],
                    "coverage": [c.to_dict() for c in g["coverage"]],
                    # the loaded TTFT's bounds (SPAN_TITLE): not a calibrated range
                    "bounds": [{"kind": k, "summarised_inside": i, "summarised": n, "all_inside": ia, "all": na,
                                "median_width": wm, "widest": wx} for k, i, n, ia, na, wm, wx in g["spans"]],
-                   "known_misses": [m.to_dict() for m in g["known_misses"]], "sources": g["sources"]})
+                   "known_misses": [m.to_dict() for m in g["known_misses"]], "sources": g["sources"]}))
     else:
         say(render_text(g))
         if args.markdown:

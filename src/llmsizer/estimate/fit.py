@@ -37,7 +37,7 @@ from ..frozen import fast_init, replace_fields
 from ..models import spec_of
 from ..numbers import CONCURRENCY, COUNT, KWH_PRICE, LLAMACPP_GPUS, MACHINE_GPUS, REQUEST_RATE, check_number
 from ..request.quantities import parse_money, parse_network
-from ..result import Assumption, Estimate, Notes, json_data, merged_assumptions
+from ..result import SCHEMA_VERSION, Assumption, Estimate, Notes, json_data, merged_assumptions
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.training import (
     check_whole_machines,
@@ -677,7 +677,7 @@ class FitResult:
 
     def to_dict(self) -> dict[str, Any]:
         return json_data({
-            "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
+            "schema_version": SCHEMA_VERSION, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
             "device": self.device, "count": self.count, "instances": self.instances,
             "devices_text": self.devices_text, "tensor_parallel": self.tensor_parallel,
             **({"pipeline_parallel": self.pipeline_parallel} if self.pipeline_parallel > 1 else {}),

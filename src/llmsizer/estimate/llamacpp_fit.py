@@ -41,7 +41,7 @@ from ..catalog.hardware import Device
 from ..errors import InputError
 from ..models import spec_of
 from ..numbers import DEVICE_MEMORY, MAX_GPUS
-from ..result import Assumption, Estimate, json_data, merged_assumptions
+from ..result import SCHEMA_VERSION, Assumption, Estimate, json_data, merged_assumptions
 from ..specs import ModelSpec
 from ..specs.workload import check_fit_target, read_number
 from ..units import comma_values, format_bytes
@@ -152,7 +152,7 @@ class LlamaCppFit:
         return merged_assumptions(self.assumptions, self.estimate.assumptions)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_data({"schema_version": 1, "kind": "llamacpp-fit", "model": self.model, "fits": self.fits,
+        return json_data({"schema_version": SCHEMA_VERSION, "kind": "llamacpp-fit", "model": self.model, "fits": self.fits,
                 "full_offload": self.full_offload, "flags": self.flags(), "command": " ".join(self.flags()),
                 "context": self.context, "n_gpu_layers": self.n_gpu_layers, "tensor_split": list(self.tensor_split),
                 "n_cpu_moe": self.n_cpu_moe, "margin": list(self.margins), "free": list(self.free),

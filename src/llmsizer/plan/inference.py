@@ -810,7 +810,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     media = _media_figures(job, need_est,
                            ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
-               f"{conc_peak} requests x {media or f'{ctx_peak} tokens'}")
+               f"{conc_peak} request{'' if conc_peak == 1 else 's'} x {media or f'{ctx_peak} tokens'}")
     _advice(job, spec, src, adapters, fmt_used, engine, cost, notes, owned=owned_hardware(hw, job.resources),
             device=device)
     # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..estimate.fit import devices_text, worst_copy_machines
-from ..result import Assumption, Estimate, json_data
+from ..result import SCHEMA_VERSION, Assumption, Estimate, json_data
 
-SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
 
 

@@ -65,7 +65,8 @@ def fits_on_text(res: ModelsThatFit, command: Callable[[str, str], str] | None =
     lines = [f"models on {data['devices_text']}{on}: {data['context']:,} tokens x {data['concurrency']} sequence(s), "
              f"the highest-quality format that fits {floor}; {data['order']}", table(rows, FITS_ON_COLUMNS)]
     n, split = len(data["fitting"]), sum(1 for h in host.values() if h and h["host_memory_checked"])
-    lines.append(f"{n} of {len(res.options)} models fit" + (f" ({split} with experts in host memory, below)" if split
+    one = len(res.options) == 1  # "1 of 1 model fits", "3 of 7 models fit"
+    lines.append(f"{n} of {len(res.options)} model{'' if one else 's'} fit{'s' if one else ''}" + (f" ({split} with experts in host memory, below)" if split
                                                             else ""))
     lines += host_lines
     # a row whose format is below a better one that fits in memory but misses the floor (or the limits): why, in the

@@ -567,8 +567,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
         if groups_refusal is not None:
             raise FieldError("tensor_parallel", groups_refusal)
         kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel, str(w.engine), fmt, group, expert_tp)
-        if kv_refusal is not None:
-            raise InputError(kv_refusal)
+        if kv_refusal is not None:  # a field error, so each face names its own flag / key (--tp, --pp; web "tp")
+            raise FieldError("tensor_parallel", kv_refusal,
+                             also=tuple(f for f in ("pipeline_parallel", "expert_parallel", "data_parallel") if f in kv_refusal))
         plan_refusal = transformers_tensor_parallel_refusal(spec) if w.engine == "transformers" else None
         if plan_refusal is not None:
             raise FieldError("tensor_parallel", plan_refusal, also=("engine",))
