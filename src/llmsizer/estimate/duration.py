@@ -123,7 +123,7 @@ from ..formulas.launch_overhead import (
     synced_micro_step_seconds,
 )
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
-from ..formulas.liger_kernels import flce_weight_grad_bytes
+from ..formulas.liger_kernels import LIGER_RELEASE, flce_weight_grad_bytes
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.moe_router import unfused_routing_extra
@@ -624,7 +624,9 @@ LIGER_TIME_WHY = (
     "RoPE (q, k rotated in place) and SwiGLU/GeGLU (gate, up read, product written; backward in place) kernels "
     "(formulas/elementwise_traffic.py eqs. E20/E21); loss liger-flce: one cross-entropy kernel over each logits chunk (3c V per "
     "token, eq. E22), the lm_head GEMMs at the same FLOPs, and with the lm_head trained the weight gradient summed "
-    "once per chunk (formulas/liger_kernels.py eq. LG5)")
+    f"once per chunk as Liger-Kernel {LIGER_RELEASE} (the newest release) sums it (formulas/liger_kernels.py eq. LG5, "
+    "LG5_PATHS: a bf16 lm_head 16 B per element and chunk there; releases up to 0.6.1 and a later unreleased commit "
+    "add into grad_weight in place, 4 B)")
 
 
 MOE_ROUTER_FUSION_WHY = (
