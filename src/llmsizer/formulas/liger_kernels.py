@@ -88,6 +88,38 @@ MODEL_TYPES = frozenset({
     "phi3", "paligemma", "falcon_h1", "smolvlm", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4"})
 
 
+# Which of Liger's SwiGLU modules ``apply_liger_kernel_to_<model>`` swaps in, per model type (monkey_patch.py
+# @ ead96b6), read by the memory side (``layer_terms``, eq. LG2) and the time side (estimate/duration.py ->
+# formulas/elementwise_traffic.py eqs. E20/E21) alike. ``swiglu`` False: the function's own default is
+# ``swiglu=False`` (gpt_oss line 1792, "GPT-OSS has custom expert implementation"; deepseek_v4, its docstring: routed
+# experts apply swiglu_limit), so no MLP of the model is Liger's. Routed experts: most MoE types swap their experts
+# module for ``LigerExperts`` (mixtral line 846, qwen3_moe line 1762, qwen3_vl_moe 2175, glm4v_moe 2620, qwen3_next
+# 3015, qwen3_5_moe, hunyuan_v1_moe), which runs ``LigerFusedMoEFunction`` (transformers/swiglu.py line 76), a fused
+# MoE whose saved tensors and bytes are not counted here; llama4 patches only the shared expert (line 506), gemma4
+# guards its experts out. So both sides keep every routed expert's eager value, and the assumption names the
+# fused experts where Liger has them.
+LIGER_NO_SWIGLU = frozenset({"gpt_oss", "deepseek_v4"})
+LIGER_FUSED_EXPERTS = frozenset({"mixtral", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text",
+                                 "qwen3_vl_moe", "qwen3_vl_moe_text", "glm4v_moe", "hunyuan_v1_moe"})
+
+
+def swiglu_applies(spec: ModelSpec) -> bool:
+    """Whether Liger's SwiGLU/GeGLU replaces ``spec``'s dense and shared-expert MLPs (``LIGER_NO_SWIGLU``); routed
+    experts keep their eager value on both sides (``LIGER_FUSED_EXPERTS``: Liger's fused MoE, not counted)."""
+    return spec.model_type not in LIGER_NO_SWIGLU
+
+
+def modules_note(spec: ModelSpec) -> str:
+    """The Liger modules the estimate takes for ``spec``'s model type (the table above), for the assumption."""
+    mlp = "SwiGLU/GeGLU on the dense and shared-expert MLPs" if swiglu_applies(spec) else (
+        f"no SwiGLU (apply_liger_kernel_to_{spec.model_type} defaults swiglu=False)")
+    if spec.moe is None:
+        return f"RMSNorm, RoPE, {mlp}"
+    experts = ("Liger swaps the routed experts for LigerExperts (a fused MoE kernel not counted here: their eager "
+               "value kept)" if spec.model_type in LIGER_FUSED_EXPERTS else "routed experts stay transformers'")
+    return f"RMSNorm, RoPE, {mlp}; {experts}"
+
+
 def check(spec: ModelSpec, what: str) -> None:
     """InputError unless ``apply_liger_kernel_to_*`` patches ``spec``'s model type (``what``: the setting named)."""
     if spec.model_type not in MODEL_TYPES:
@@ -126,7 +158,7 @@ def layer_terms(spec: ModelSpec, st: ActivationSetup, eager: tuple[Term, ...]) -
                                 f"{t} x ({q_w} + {k_w}) x {c} B + 4 B per token and head (eq. LG1)"))
                 continue
         for eager_s, liger_s, n_eager, n_liger in _gated_names():
-            if n.endswith(eager_s) and not n.startswith("routed"):
+            if n.endswith(eager_s) and not n.startswith("routed") and swiglu_applies(spec):
                 out.append(Term(n[: -len(eager_s)] + liger_s, term.bytes * n_liger // n_eager,
                                 term.formula.replace(f"{n_eager} x", f"{n_liger} x") + ", act recomputed: eq. LG2"))
                 break
