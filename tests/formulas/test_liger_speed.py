@@ -17,7 +17,8 @@ slower). The fused linear cross-entropy rows are liger 0.4.2, whose chunk loop d
 66-125: the chunk upcast to fp32, the kernel on fp32, the cast back, the ``* alpha`` copy; ``addmm`` into a bf16
 grad_weight); with that release's bytes and the chunk rule LG3 that both share, the excess Liger pays over the eager
 loss is predicted 0.71-1.41 x the measured one over BT 4096-32768 (the per-chunk weight-gradient pass dominates at
-small BT; HEAD's eq. LG5 moves more per chunk and no row measures it).
+small BT; the per-chunk sum is the shipped eq. LG5 at release 0.4.2; the default release's LG5 moves more per chunk
+and no row measures it).
 """
 
 from __future__ import annotations
@@ -123,7 +124,10 @@ def test_flce_excess(bt: int) -> None:
     chunks = -(-bt // lk.flce_chunk_rows(bt, h, v))
     assert chunks == 32  # inc_factor ceil(V / h) = 32; BT a power of two
     per_logit = (C + 4) + 12 + (4 + C) + 2 * C - 6 * C
-    predicted = (bt * v * per_logit + chunks * 2 * C * v * h) / _bandwidth()
+    # the per-chunk weight-gradient sum through the shipped eq. LG5 at that release (addmm into grad_weight)
+    sums = lk.flce_weight_grad_bytes(bt, h, v, int(C), int(C), release="0.4.2")
+    assert sums == chunks * 2 * C * v * h
+    predicted = (bt * v * per_logit + sums) / _bandwidth()
     ratio = predicted / -_saved("fused_linear_cross_entropy", "full", bt, H=h, V=v)
     assert 0.5 <= ratio <= 1.5, (bt, ratio)
 
@@ -135,3 +139,19 @@ def test_lg5_head_bytes() -> None:
     assert lk.flce_weight_grad_bytes(4096, h, v, 2, 2) == 32 * v * h * 16
     assert lk.flce_weight_grad_bytes(4096, h, v, 2, 4) == 32 * v * h * 8
     assert lk.flce_weight_grad_bytes(4096, h, v, 4, 4) == 32 * v * h * 16
+
+
+def test_lg5_release_paths() -> None:
+    """Eq. LG5 follows the release's loop (liger_kernels.LG5_PATHS, from the file's git history): v0.6.1 addmm into a
+    bf16 grad_weight 4 B; v0.6.2-v0.8.0 mm().float() then += for fp32 weights under autocast too (2 + 6 + 12 = 20 B);
+    v0.8.1/v0.8.2 addmm out_dtype for fp32 (8 B); the unreleased 00eba634 also addmm(out=grad_weight) for bf16 (4 B).
+    The default is the newest release, and the step-time assumption names it."""
+    e = lk.flce_weight_grad_element_bytes
+    assert (e(2, 2, "0.6.1"), e(2, 2, "0.6.2"), e(2, 2, "0.8.2"), e(2, 2, lk.LIGER_UNRELEASED)) == (4, 16, 16, 4)
+    assert (e(2, 4, "0.6.1"), e(2, 4, "0.8.0"), e(2, 4, "0.8.1"), e(2, 4, lk.LIGER_UNRELEASED)) == (8, 20, 8, 8)
+    assert e(2, 2) == e(2, 2, lk.LIGER_RELEASE) == 16
+    from llmsizer.estimate.duration import LIGER_TIME_WHY
+    assert f"Liger-Kernel {lk.LIGER_RELEASE}" in LIGER_TIME_WHY
+    from llmsizer.errors import InputError
+    with pytest.raises(InputError, match="Liger-Kernel release"):
+        e(2, 2, "latest")

@@ -123,7 +123,7 @@ from ..formulas.launch_overhead import (
     synced_micro_step_seconds,
 )
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
-from ..formulas.liger_kernels import flce_weight_grad_bytes
+from ..formulas.liger_kernels import LIGER_RELEASE, flce_weight_grad_bytes, modules_note, swiglu_applies
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, expert_adapter_work, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.moe_router import unfused_routing_extra
@@ -576,7 +576,9 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                  fp16="fp16" in w.precision,
                                  megatron=w.precision in MEGATRON_PRECISIONS and not w.compile,
                                  moe_permute=megatron_moe_permute(spec, w), liger=w.kernels == "liger",
-                                 liger_swiglu=not w.tiled_mlp)  # ArcticTraining: Liger's SwiGLU off under TiledMLP
+                                 # ArcticTraining: Liger's SwiGLU off under TiledMLP; the model type's Liger
+                                 # modules (formulas/liger_kernels.py swiglu_applies, as the memory side)
+                                 liger_swiglu=not w.tiled_mlp and swiglu_applies(spec))
     if w.loss == "liger-flce" and (w.method == "full" or "lm_head" in w.modules_to_save):
         # formulas/liger_kernels.py eq. LG5: the lm_head's weight gradient summed chunk by chunk, per micro-batch
         micro = w.micro_batch * local_tokens(w.seq_len, w.context_parallel)
@@ -624,7 +626,9 @@ LIGER_TIME_WHY = (
     "RoPE (q, k rotated in place) and SwiGLU/GeGLU (gate, up read, product written; backward in place) kernels "
     "(formulas/elementwise_traffic.py eqs. E20/E21); loss liger-flce: one cross-entropy kernel over each logits chunk (3c V per "
     "token, eq. E22), the lm_head GEMMs at the same FLOPs, and with the lm_head trained the weight gradient summed "
-    "once per chunk (formulas/liger_kernels.py eq. LG5)")
+    f"once per chunk as Liger-Kernel {LIGER_RELEASE} (the newest release) sums it (formulas/liger_kernels.py eq. LG5, "
+    "LG5_PATHS: a bf16 lm_head 16 B per element and chunk there; releases up to 0.6.1 and a later unreleased commit "
+    "add into grad_weight in place, 4 B)")
 
 
 MOE_ROUTER_FUSION_WHY = (
@@ -1849,7 +1853,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                         "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
     if (w.kernels == "liger" or w.loss == "liger-flce") and device.kind == "gpu":
-        notes.append(Assumption("liger_kernels_time", True, True, LIGER_TIME_WHY))
+        notes.append(Assumption("liger_kernels_time", True, True,
+                                LIGER_TIME_WHY + (f"; {spec.model_type}: {modules_note(spec)}"
+                                                  if w.kernels == "liger" else "")))
         warnings.append("Liger-Kernel's step time is its kernels' bytes (formulas/elementwise_traffic.py eqs. E20-E22, "
                         "formulas/liger_kernels.py eq. LG5) at the memory-bound bandwidth; its own benchmark rows "
                         "(A100, liger 0.2.1 / 0.4.2) agree only within a factor of about 2 per kernel, and its fused "

@@ -1490,6 +1490,11 @@ GDN_CHUNK_STEP_SECONDS = Factor(
     "gdn_chunk_step_seconds", 1.984e-6, 1.984e-6, 1.984e-6,
     "fitted with GDN_CHUNK_CALL_SECONDS on GK01-GK03: the time per 64-token chunk of the longest sequence (the state "
     "scan walks the chunks in order)")
+# the value heads per GPU of the fit's rows (GK01-GK03) and the most the fit is taken to cover: GK10 at 16 heads per
+# GPU is held out and 19 % above the fit (tests/estimate/test_gdn_chunk_kernel.py); past it eq. (17), which has no
+# head term, is stated as an extrapolation (estimate/speed_layout.py gdn_prefill_seconds)
+GDN_CHUNK_FIT_HEADS = 8
+GDN_CHUNK_HEADS_CHECKED = 16
 # the weight formats whose routed experts those kernels run (fp16 / bf16 and fp8 weights, per-tensor or block-wise);
 # other formats (MXFP4, NVFP4, AWQ / GPTQ int4, GGUF) run other MoE kernels no row here times
 FUSED_MOE_FORMATS = ("bf16", "fp16", "fp8", "fp8-block")

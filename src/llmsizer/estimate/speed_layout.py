@@ -323,6 +323,14 @@ def prefill_efficiency(s: SpeedSetup, p_flops: float, p_attn: float, assumptions
     return ce_p
 
 
+def _gdn_heads_past(heads: float) -> str:
+    """The extrapolation eq. (17) makes past the heads per GPU its check covers (efficiency.GDN_CHUNK_HEADS_CHECKED)."""
+    if heads <= E.GDN_CHUNK_HEADS_CHECKED:
+        return ""
+    return (f" (past the {E.GDN_CHUNK_HEADS_CHECKED} the held-out row GK10 checks, there already 19 % above the fit: "
+            "the fit has no head term, so the scan time is likely under-estimated here)")
+
+
 def gdn_prefill_seconds(s: SpeedSetup, lay: Layout, warnings: list[str]) -> float:
     """formulas/speed.py eq. (17): a serving engine's chunked Gated DeltaNet scans over one prompt on a GPU
     (efficiency.gdn_chunk_kernel; elsewhere 0), named in ``lay``'s assumptions; the warning names what the decode
@@ -340,7 +348,8 @@ def gdn_prefill_seconds(s: SpeedSetup, lay: Layout, warnings: list[str]) -> floa
         f"{step * 1e6:.3f} us) = {t * 1e3:.2f} ms a prompt", True,
         "formulas/speed.py eq. (17): the chunked Gated DeltaNet prefill (vLLM / SGLang flash-linear-attention "
         "chunk_gated_delta_rule: its state scan walks the 64-token chunks in order), fitted on vLLM PR #38981's "
-        f"B200 kernel times at 8 value heads per GPU (validation/gdn_chunk_kernel_times.csv); here {heads:g} per GPU "
+        f"B200 kernel times at {E.GDN_CHUNK_FIT_HEADS} value heads per GPU (validation/gdn_chunk_kernel_times.csv); "
+        f"here {heads:g} per GPU{_gdn_heads_past(heads)} "
         "and this GPU take the B200 figures (no published row times another); one call per layer over the whole "
         "prompt, once per forward: a prompt longer than the engine's chunk budget, and the prompts of a burst prefilled "
         "in steps of their own (formulas/speed_result eq. P1 counts it once), each pay the call again, not counted"))

@@ -329,6 +329,7 @@ class LayerWidths:
     experts: int = 0  # an MoE layer's routed experts (the routing map's and row-id map's width)
     permuted: bool = False  # Megatron's 'alltoall' dispatcher permutes and unpermutes the MoE layer's tokens (E17/E18)
     chunk_sorts: bool = False  # the 'alltoall' dispatcher's sort of the received chunks by local expert, and back
+    routed: int = 0  # the routed experts' share of ``intermediate`` (an MoE layer; Liger's SwiGLU leaves it eager)
 
 
 def _check(c: float, *widths: float) -> None:
@@ -449,9 +450,12 @@ def _liger_terms(w: LayerWidths, c: float, norms_trained: bool, adapters: tuple[
     rot_f = (2 * c * (q + k) + c * d if liger_rope else rotary_forward_bytes(w, c)) if w.rotary else 0.0
     rot_b = (2 * c * (q + k) + c * d if liger_rope else 16 * c * (q + k) + 4 * c * d) if w.rotary else 0.0
     act_f, act_b = (3.0, 5.0) if w.gated and swiglu else (5.0, 9.0) if w.gated else (2.0, 3.0)
+    eager_f, eager_b = (5.0, 9.0) if w.gated else (2.0, 3.0)  # routed experts: eager (liger_kernels.swiglu_applies)
+    mlp_f = c * (act_f * (i - w.routed) + eager_f * w.routed)
+    mlp_b = c * (act_b * (i - w.routed) + eager_b * w.routed)
     lora_f, lora_b = _eager_adapter_terms(adapters, c)
-    return (((2 * norm_f + 6 * c * h, True), (rot_f, False), (act_f * c * i, False), lora_f),
-            ((2 * norm_b + 15 * c * h, True), (rot_b, False), (act_b * c * i, False), lora_b))
+    return (((2 * norm_f + 6 * c * h, True), (rot_f, False), (mlp_f, False), lora_f),
+            ((2 * norm_b + 15 * c * h, True), (rot_b, False), (mlp_b, False), lora_b))
 
 
 def rotary_forward_bytes(w: LayerWidths, c: float) -> float:
@@ -602,16 +606,17 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1,
         e_ways, s_ways = split.ways("experts", tp), split.ways("shared_experts", tp)
         inter = -(-(routed + shared) // tp) if e_ways == s_ways == tp else -(-routed // e_ways) - (-shared // s_ways)
         gated, topk, experts = m.expert_gated, m.experts_per_token, m.num_experts
+        routed_w = min(inter, -(-routed // e_ways))
     else:
         inter, gated = -(-spec.intermediate_size // split.ways("mlp", tp)), spec.mlp_gated
-        topk = experts = 0
+        topk = experts = routed_w = 0
     head = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
     rotary = spec.applies_rotary(layer)
     rot_dim = spec.rotary_dim if spec.mla is None and 0 < spec.rotary_dim < head else 0
     return LayerWidths(spec.hidden_size, inter, -(-q // split.ways("attention", tp)),
                        max(head, k // split.ways("kv", tp)) if k else 0, head, gated, rotary,
                        spec.norm_kind == "layernorm", rot_dim, spec.rotary_pass_cat or rot_dim > 0,
-                       attends=spec.layer_types[layer] != "none", topk=topk, experts=experts)
+                       attends=spec.layer_types[layer] != "none", topk=topk, experts=experts, routed=routed_w)
 
 
 def _layer_rows(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,

@@ -55,7 +55,15 @@ throughout is ``mm`` in fp32 then the same in-place add::
 
     weight-gradient sums = chunks x V h x (2c + 8 + 2w  [w < 4],  8  [w = 4, c < 4],  16  [c = w = 4])   (LG5)
 
-per micro-batch (chunks from eq. LG3: 32 for Llama 3's V / h at a power-of-two token count). Measured against
+per micro-batch (chunks from eq. LG3: 32 for Llama 3's V / h at a power-of-two token count). The per-chunk sum
+depends on the release (``LG5_PATHS``, read from the file's history in the same repository): up to v0.6.1
+(2025-07-28; e.g. v0.4.2 lines 129-136, v0.6.1 lines 126-135) ``torch.addmm(input=grad_weight, ..., out=grad_weight)``
+into grad_weight in the weight's dtype, 2w per element; v0.6.2 (2025-08-21, commit 2845fe83 "accum_dtype") to v0.8.0
+the legacy ``grad_weight += torch.mm(...).float()`` for every dtype (c + (c + 4 if c < 4) + 4 + 2w); v0.8.1
+(2026-07-22, commit c9fc646f) and v0.8.2 (2026-08-18, the newest release; ead96b6 the same loop) eq. LG5 as above;
+a later, unreleased commit (00eba634, fused_linear_cross_entropy.py, its "Low-precision accumulator" branch) also
+sums a bf16/fp16 grad_weight with ``addmm(..., out=grad_weight)`` on sm80+: 2w when w = c < 4. ``LIGER_RELEASE``
+names the release the estimate takes (the newest release) and the step-time assumption states it. Measured against
 Liger-Kernel's own speed rows (benchmark/data/all_benchmark_data.csv; tests/formulas/test_liger_speed.py).
 
 Applies to the model types ``MODEL_TYPE_TO_APPLY_LIGER_FN`` lists (monkey_patch.py lines 3534-3585); ``check``
@@ -78,6 +86,38 @@ MODEL_TYPES = frozenset({
     "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen3_next", "qwen3_5", "qwen3_5_text",
     "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "smollm3",
     "phi3", "paligemma", "falcon_h1", "smolvlm", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4"})
+
+
+# Which of Liger's SwiGLU modules ``apply_liger_kernel_to_<model>`` swaps in, per model type (monkey_patch.py
+# @ ead96b6), read by the memory side (``layer_terms``, eq. LG2) and the time side (estimate/duration.py ->
+# formulas/elementwise_traffic.py eqs. E20/E21) alike. ``swiglu`` False: the function's own default is
+# ``swiglu=False`` (gpt_oss line 1792, "GPT-OSS has custom expert implementation"; deepseek_v4, its docstring: routed
+# experts apply swiglu_limit), so no MLP of the model is Liger's. Routed experts: most MoE types swap their experts
+# module for ``LigerExperts`` (mixtral line 846, qwen3_moe line 1762, qwen3_vl_moe 2175, glm4v_moe 2620, qwen3_next
+# 3015, qwen3_5_moe, hunyuan_v1_moe), which runs ``LigerFusedMoEFunction`` (transformers/swiglu.py line 76), a fused
+# MoE whose saved tensors and bytes are not counted here; llama4 patches only the shared expert (line 506), gemma4
+# guards its experts out. So both sides keep every routed expert's eager value, and the assumption names the
+# fused experts where Liger has them.
+LIGER_NO_SWIGLU = frozenset({"gpt_oss", "deepseek_v4"})
+LIGER_FUSED_EXPERTS = frozenset({"mixtral", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text",
+                                 "qwen3_vl_moe", "qwen3_vl_moe_text", "glm4v_moe", "hunyuan_v1_moe"})
+
+
+def swiglu_applies(spec: ModelSpec) -> bool:
+    """Whether Liger's SwiGLU/GeGLU replaces ``spec``'s dense and shared-expert MLPs (``LIGER_NO_SWIGLU``); routed
+    experts keep their eager value on both sides (``LIGER_FUSED_EXPERTS``: Liger's fused MoE, not counted)."""
+    return spec.model_type not in LIGER_NO_SWIGLU
+
+
+def modules_note(spec: ModelSpec) -> str:
+    """The Liger modules the estimate takes for ``spec``'s model type (the table above), for the assumption."""
+    mlp = "SwiGLU/GeGLU on the dense and shared-expert MLPs" if swiglu_applies(spec) else (
+        f"no SwiGLU (apply_liger_kernel_to_{spec.model_type} defaults swiglu=False)")
+    if spec.moe is None:
+        return f"RMSNorm, RoPE, {mlp}"
+    experts = ("Liger swaps the routed experts for LigerExperts (a fused MoE kernel not counted here: their eager "
+               "value kept)" if spec.model_type in LIGER_FUSED_EXPERTS else "routed experts stay transformers'")
+    return f"RMSNorm, RoPE, {mlp}; {experts}"
 
 
 def check(spec: ModelSpec, what: str) -> None:
@@ -118,7 +158,7 @@ def layer_terms(spec: ModelSpec, st: ActivationSetup, eager: tuple[Term, ...]) -
                                 f"{t} x ({q_w} + {k_w}) x {c} B + 4 B per token and head (eq. LG1)"))
                 continue
         for eager_s, liger_s, n_eager, n_liger in _gated_names():
-            if n.endswith(eager_s) and not n.startswith("routed"):
+            if n.endswith(eager_s) and not n.startswith("routed") and swiglu_applies(spec):
                 out.append(Term(n[: -len(eager_s)] + liger_s, term.bytes * n_liger // n_eager,
                                 term.formula.replace(f"{n_eager} x", f"{n_liger} x") + ", act recomputed: eq. LG2"))
                 break
@@ -136,14 +176,44 @@ def flce_chunk_rows(tokens: int, hidden: int, vocab: int) -> int:
     return min(chunk, tokens)
 
 
-def flce_weight_grad_bytes(tokens: int, hidden: int, vocab: int, compute: int, weight_bytes: int) -> float:
-    """Eq. (LG5): bytes the fused linear cross-entropy moves per micro-batch of ``tokens`` summing the lm_head's
-    weight gradient chunk by chunk (the lm_head trained; module docstring)."""
+LIGER_RELEASE = "0.8.2"  # the newest Liger-Kernel release tag (2026-08-18); eq. LG5's default
+LIGER_UNRELEASED = "00eba634"  # a later commit of main with the bf16 addmm(out=grad_weight) path (module docstring)
+# (first release of the path, the path) in release order; eq. LG5 per release (module docstring)
+LG5_PATHS = (((0, 0, 0), "addmm into grad_weight"), ((0, 6, 2), "mm().float() then +="),
+             ((0, 8, 1), "addmm out_dtype fp32 (fp32 grad_weight), else mm().float() then +="))
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in release.removeprefix("v").split("."))
+    except ValueError:
+        raise InputError(f"Liger-Kernel release {release!r}: expected a version like {LIGER_RELEASE} "
+                         f"or the commit {LIGER_UNRELEASED}") from None
+
+
+def flce_weight_grad_element_bytes(compute: int, weight_bytes: int, release: str = LIGER_RELEASE) -> int:
+    """Eq. (LG5) per [V, h] element and chunk at Liger-Kernel ``release`` (a version, or ``LIGER_UNRELEASED``)."""
     if compute < 1 or weight_bytes < 1:
         raise InputError("element sizes must be >= 1")
+    c, w = compute, weight_bytes
+    legacy = c + (c + 4 if c < 4 else 0) + 4 + 2 * w  # mm written in c, .float(), += reads both and writes w
+    if release == LIGER_UNRELEASED:
+        return 2 * w if (w == c < 4 or (w == 4 and c < 4)) else legacy
+    key = _release_key(release)
+    if key < LG5_PATHS[1][0]:
+        return 2 * w
+    if key < LG5_PATHS[2][0]:
+        return legacy
+    return 8 if (w == 4 and c < 4) else legacy
+
+
+def flce_weight_grad_bytes(tokens: int, hidden: int, vocab: int, compute: int, weight_bytes: int,
+                           release: str = LIGER_RELEASE) -> float:
+    """Eq. (LG5): bytes the fused linear cross-entropy moves per micro-batch of ``tokens`` summing the lm_head's
+    weight gradient chunk by chunk at Liger-Kernel ``release`` (the lm_head trained; module docstring)."""
+    per = flce_weight_grad_element_bytes(compute, weight_bytes, release)
     chunk = flce_chunk_rows(tokens, hidden, vocab)
     chunks = -(-tokens // chunk)
-    per = 2 * compute + 8 + 2 * weight_bytes if weight_bytes < 4 else 8 if compute < 4 else 16
     return float(chunks * vocab * hidden * per)
 
 

@@ -367,7 +367,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             if w.checkpoint_impl == "reentrant":  # the recompute rebuilds the layer's output too
                 rebuild_i += reentrant_recompute_bytes(spec, act)
         plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
-                   else layer_backward_transient(spec, i, act, in_place_glu=w.kernels == "liger"))
+                   else layer_backward_transient(spec, i, act, in_place_glu=w.kernels == "liger"
+                                                                 and liger_kernels.swiglu_applies(spec)))
         if fresh_grads and not (spec.moe_layers[i] and spec.moe is not None) and not lce.get(i, 0):
             # kept .grads: the down projection's new weight gradient beside its own (eq. A2; no autocast copies)
             plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, fresh_b))
