@@ -170,14 +170,15 @@ def under_load(sp: SpeedEstimate | None, engine: str, chunk_tokens: int | None =
     q = q5_inputs(sp, engine, chunk_tokens)
     if q is None or sp is None or sp.batch_prefill or alone or sp.load is not None:
         return sp
-    batch = sp.prefill_batch_seconds()  # eq. P1 at concurrency: the C prompts of a burst
+    one_forward, chunk_name, source, chunk, prefill, step, mixed_step, host, carrying, host_note = q
+    steps = math.ceil(sp.concurrency * sp.prompt_tokens / chunk)
+    # eq. P1s: the C prompts of a burst in the engine's steps, each paying its fixed part and launches again
+    batch = sp.prefill_batch_seconds(steps=steps)
     if not batch:
         return sp
-    one_forward, chunk_name, source, chunk, prefill, step, mixed_step, host, carrying, host_note = q
     serial = ENG.API_SERVER_SERIAL_SHARE.get(engine, 1.0)  # eq. Q11's s
     state = loaded_serving(sp.concurrency, prefill, step, sp.output_tokens, mixed_step, host, carrying, serial)
     share = state["prefill_share"]
-    steps = math.ceil(sp.concurrency * sp.prompt_tokens / chunk)
     burst = burst_serving(sp.concurrency, batch, steps, step, sp.output_tokens, host, (sp.prompt_tokens, chunk),
                           serial)
     load = {"ttft_seconds": state["ttft_seconds"], "ttft_burst_seconds": burst["ttft_seconds"],

@@ -331,14 +331,16 @@ def _gdn_heads_past(heads: float) -> str:
             "the fit has no head term, so the scan time is likely under-estimated here)")
 
 
-def gdn_prefill_seconds(s: SpeedSetup, lay: Layout, warnings: list[str]) -> float:
+def gdn_prefill_seconds(s: SpeedSetup, lay: Layout, warnings: list[str]) -> tuple[float, float]:
     """formulas/speed.py eq. (17): a serving engine's chunked Gated DeltaNet scans over one prompt on a GPU
-    (efficiency.gdn_chunk_kernel; elsewhere 0), named in ``lay``'s assumptions; the warning names what the decode
-    step of those layers leaves out (their recurrent kernel timed by its state bytes only)."""
+    (efficiency.gdn_chunk_kernel; elsewhere 0), named in ``lay``'s assumptions, as (the calls' fixed part L t_g, paid
+    once per forward: the prefill's overhead; the chunks' part L t_ch ceil(T / 64), paid per prompt: beside its
+    attention, which eq. P1 scales by the prompts); the warning names what the decode step of those layers leaves
+    out (their recurrent kernel timed by its state bytes only)."""
     spec = s.spec
     rec = spec.recurrent
     if rec is None or not E.gdn_chunk_kernel(s.engine, s.device.kind, rec.kind):
-        return 0.0
+        return 0.0, 0.0
     layers = spec.recurrent_layer_count
     call, step = E.GDN_CHUNK_CALL_SECONDS.expected, E.GDN_CHUNK_STEP_SECONDS.expected
     t = chunked_scan_seconds(layers, s.prompt_tokens, E.GDN_CHUNK_TOKENS, call, step)
@@ -350,9 +352,10 @@ def gdn_prefill_seconds(s: SpeedSetup, lay: Layout, warnings: list[str]) -> floa
         "chunk_gated_delta_rule: its state scan walks the 64-token chunks in order), fitted on vLLM PR #38981's "
         f"B200 kernel times at {E.GDN_CHUNK_FIT_HEADS} value heads per GPU (validation/gdn_chunk_kernel_times.csv); "
         f"here {heads:g} per GPU{_gdn_heads_past(heads)} "
-        "and this GPU take the B200 figures (no published row times another); one call per layer over the whole "
-        "prompt, once per forward: a prompt longer than the engine's chunk budget, and the prompts of a burst prefilled "
-        "in steps of their own (formulas/speed_result eq. P1 counts it once), each pay the call again, not counted"))
+        "and this GPU take the B200 figures (no published row times another); the calls' "
+        f"{layers * call * 1e3:.2f} ms once per forward (each prefill step of a burst pays it again: "
+        "estimate/speed_result.py eq. P1s), the chunks' part per prompt; a lone prompt longer than the engine's "
+        "chunk budget pays the calls once per step too, not counted"))
     warnings.append(
         f"Gated DeltaNet decode: the {layers} recurrent layers' decode kernels (causal_conv1d_update, "
         "fused_recurrent_gated_delta_rule / fused_sigmoid_gating_delta_rule_update) are timed by their state bytes at "
@@ -360,7 +363,7 @@ def gdn_prefill_seconds(s: SpeedSetup, lay: Layout, warnings: list[str]) -> floa
         "Qwen3-Next shapes (8 value heads per GPU, bf16 state) reach 0.27-0.52 of the datasheet bandwidth, so "
         "the decode step may be longer than estimated (not modelled: no published row times the conv and gating "
         "kernels)")
-    return t
+    return layers * call, t - layers * call
 
 
 def prefill_phase(s: SpeedSetup, lay: Layout, wb_dev: WeightBytes,
@@ -411,9 +414,10 @@ def prefill_phase(s: SpeedSetup, lay: Layout, wb_dev: WeightBytes,
             f"{s.eager_traffic.expected} of the memory bandwidth ({s.eager_traffic.name}), after the GEMMs "
             f"(formulas/speed.py eq. 3'); {SOURCE_EAGER}"))
     if peak is not None or bw is not None:
+        gdn_calls, gdn_chunks = gdn_prefill_seconds(s, lay, warnings)
         prefill = phase_time(rank_flops(lay, p_flops, p_attn, lay.rank_head, prompt_tokens, enc_flops), p_bytes,
                              peak, bw, ce_p, s.be, collective_seconds(s, lay.comm, prompt_tokens, 1),
-                             gdn_prefill_seconds(s, lay, warnings), elementwise_seconds=t_ew)
+                             gdn_calls, attention_seconds=gdn_chunks, elementwise_seconds=t_ew)
         if s.prefill_host:  # eq. K1: the forward's launches overlap its device work
             prefill = host_overlapped_step(prefill, s.prefill_host)
         if peak and bw:

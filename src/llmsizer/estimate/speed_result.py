@@ -114,7 +114,7 @@ class SpeedEstimate:
             return None
         return (self.concurrency if self.batch_prefill else 1) * self.prompt_tokens / t
 
-    def prefill_batch_seconds(self, prompts: int | None = None) -> float | None:
+    def prefill_batch_seconds(self, prompts: int | None = None, steps: int = 1) -> float | None:
         """Wall time of ``prompts`` (default: ``concurrency``) prompts prefilled together: eq. (3) of
         formulas/speed.py over the b prompts, b times one prompt's FLOPs, attention and communication against one
         read of the weights::
@@ -122,16 +122,26 @@ class SpeedEstimate:
             T_prefill(b) = max(b t_c, t_m) + b (t_comm + t_attn + t_elementwise) + t_overhead        (P1)
 
         (b = 1: the TTFT). A compute-bound prefill (b t_c >= t_m) so takes b times one prompt's: batching prompts
-        adds no prefill throughput beyond 1 / t_c prompts per second. An engine that splits the batch into steps
-        of max_num_batched_tokens reads the weights once per step, which a compute-bound step hides."""
+        adds no prefill throughput beyond 1 / t_c prompts per second. An engine that splits the b prompts into
+        ``steps`` s forwards of max_num_batched_tokens (vLLM's chunked prefill: vllm/v1/core/sched/scheduler.py
+        @00024d31 Scheduler.schedule, ``token_budget = self.max_num_scheduled_tokens``, the step's tokens; the steps:
+        estimate/serving_load.under_load) runs
+        b / s prompts' work per forward, and each forward reads the weights, pays the fixed part t_overhead (eq. 7;
+        the Gated DeltaNet calls of eq. 17) and the host's launches t_host (eq. K1, overlapping it) again::
+
+            T_prefill(b, s) = s max(max((b / s) t_c, t_m) + (b / s)(t_comm + t_attn + t_elementwise)
+                                    + t_overhead, t_host)                                            (P1s)
+
+        (s = 1: P1 with its host overlap)."""
         if self.prefill is None:
             return None
         p, b = self.prefill, self.concurrency if prompts is None else prompts
-        if b < 1:
-            raise InputError(f"prompts must be >= 1, got {b}")
-        device = (max(b * p.compute_seconds, p.memory_seconds)
-                  + b * (p.comm_seconds + p.attention_seconds + p.elementwise_seconds) + p.overhead_seconds)
-        return max(device, p.host_seconds)  # one forward's launches for the b prompts (formulas/launch_overhead eq. K1)
+        if b < 1 or steps < 1:
+            raise InputError(f"prompts and steps must be >= 1, got {b} prompts in {steps} steps")
+        share = b / steps  # the prompts' work one step carries
+        device = (max(share * p.compute_seconds, p.memory_seconds)
+                  + share * (p.comm_seconds + p.attention_seconds + p.elementwise_seconds) + p.overhead_seconds)
+        return steps * max(device, p.host_seconds)  # each step's launches overlap its device work (eq. K1)
 
     @property
     def request_seconds(self) -> float | None:
