@@ -18,6 +18,7 @@ from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import (
     check_tensor_parallel,
+    every_degree_refusal,
     mamba2_layout_refusal,
     serving_tensor_parallel_refusal,
     shard_weights,
@@ -523,6 +524,10 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
         acc.assumptions.append(stored_head)
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
+    if w.tensor_parallel == 1:  # vLLM's and SGLang's block checks at TP 1 too (eq. TP5)
+        one_refusal = every_degree_refusal(spec, str(w.engine), fmt, group)
+        if one_refusal is not None:
+            raise InputError(one_refusal)
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         groups_refusal = mamba2_layout_refusal(spec, w.tensor_parallel, str(w.engine))
