@@ -1274,6 +1274,21 @@ def rate_needs_continuous_batching(why: str) -> FieldError:
                       f"({', '.join(ENG.PREFILL_SCHEDULING)}) with a prefill and decode estimate; {why}")
 
 
+def _rate_target(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
+                 workload: dict[str, Any], kw: dict[str, Any]) -> tuple[ModelSpec, str, Device, int, int] | None:
+    """What ``rate_layout_seconds`` and ``rate_stage_options`` choose among at ``rate``: (the model, the engine it
+    takes (``_rate_engine``), the device, the device count, the machine size), or None where there is no choice (one
+    device) or no engine (the climb refuses that with its own line)."""
+    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
+    if n < 2:
+        return None
+    spec = spec_of(model)
+    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
+    if eng is None:
+        return None
+    return spec, eng, device, n, serving_machine_size(instance, workload.get("gpus_per_node"), n)
+
+
 def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
                         workload: dict[str, Any], kw: dict[str, Any],
                         climbs: dict[int, dict[int, FitResult]] | None = None) -> dict[int, float] | None:
@@ -1296,14 +1311,10 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     two layouts. None where there is no choice (one degree at all, a llama.cpp split, one device).
     ``climbs``: a caller's dict that gets, where every degree of ``tensor_parallel_options`` is within a machine,
     each degree's pinned fits at the rate (``fit``'s ``iterates``: C in flight -> the fit at C)."""
-    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
-    if n < 2:
-        return None
-    spec = spec_of(model)
-    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
-    if eng is None:
-        return None  # (the climb below refuses it with its own line)
-    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
+    target = _rate_target(model, hardware, count, rate, workload, kw)
+    if target is None:
+        return None  # (the climb below refuses a rate no engine carries with its own line)
+    spec, eng, device, n, per_node = target
     layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
@@ -1388,14 +1399,10 @@ def rate_stage_options(model: ModelSpec | str, hardware: str | Device | Instance
     """(the pipeline stages ``fit`` at ``rate`` may take, the machine size they are judged by) where its layout is
     its own choice: ``pipeline_options`` of the layout on the engine it takes (``_rate_engine``), the stages
     ``fit_memory`` offers a rate-less fit (``MemoryFit.stages``); None where there are none."""
-    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
-    if n < 2:
-        return None
-    spec = spec_of(model)
-    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
-    if eng is None:
-        return None  # (the climb refuses it with its own line)
-    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
+    target = _rate_target(model, hardware, count, rate, workload, kw)
+    if target is None:
+        return None  # (the climb refuses a rate no engine carries with its own line)
+    spec, eng, device, n, per_node = target
     stages = tuple(pipeline_options(spec, serving_layout(eng, device, n, per_node), n))
     return (stages, per_node) if stages else None
 
