@@ -3,7 +3,7 @@ with settings of the serving tab's Engine settings section: the command carries 
 data-flag, from the CLI's parser; false: its --no- form) and ``infer`` answers it as the API answers the same fields;
 the YAML puts the settings a request file takes (request/fields.py engine_settings, served as /pages/choices.json's
 request_engine_settings) under ``engine_settings:``, fit_target under ``resources:``, --tp / --pp as the job's
-tensor_parallel / pipeline_parallel (``plan`` of the file gives the page's total), the others as comments naming
+tensor_parallel / pipeline_parallel / data_parallel (``plan`` of the file gives the page's total), the others as comments naming
 their flag, and the request reader accepts the file and reads the values picked (``request check`` and
 ``load_request``: the independent truth of what a request says). Run through node (the pages' own module); skipped
 where node is not installed."""
@@ -129,11 +129,14 @@ LAYOUTS = [
     ({"engine": "sglang", "context": "8k", "concurrency": "4", "device": "l40s"},
      {"tensor_parallel": "2"}, {}),
     ({"engine": "vllm", "context": "8k", "concurrency": "4"}, {"tensor_parallel": "2"}, {"memory": "24GiB"}),
+    # --dp (data_parallel, web/pages.py ENGINE_MAIN): the job's data_parallel, on tp x dp devices
+    ({"engine": "vllm", "context": "8k", "concurrency": "8", "device": "h100"},
+     {"tensor_parallel": "2", "data_parallel": "2"}, {}),
 ]
 
 
 @pytest.mark.parametrize(("fields", "engine", "common"), LAYOUTS, ids=["vllm-h100-tp2-pp2", "sglang-l40s-tp2",
-                                                                       "vllm-memory-tp2"])
+                                                                       "vllm-memory-tp2", "vllm-h100-tp2-dp2"])
 def test_the_layout_in_the_request_yaml_plans_to_the_pages_total(tmp_path: Path, fields: dict[str, Any],
                                                                   engine: dict[str, Any], common: dict[str, str]) -> None:
     pytest.importorskip("fastapi")
@@ -144,8 +147,10 @@ def test_the_layout_in_the_request_yaml_plans_to_the_pages_total(tmp_path: Path,
     text = _yaml(fields, engine, common)
     assert "not a request setting" not in text, text
     tp, pp = int(engine.get("tensor_parallel", 1)), int(engine.get("pipeline_parallel", 1))
-    assert f"\n    tensor_parallel: {tp}\n" in text and f"\n      count: {tp * pp}  #" in text, text
+    dp = int(engine.get("data_parallel", 1))
+    assert f"\n    tensor_parallel: {tp}\n" in text and f"\n      count: {tp * pp * dp}  #" in text, text
     assert (f"\n    pipeline_parallel: {pp}\n" in text) is (pp > 1), text
+    assert (f"\n    data_parallel: {dp}\n" in text) is (dp > 1), text
     with TestClient(create_app(), raise_server_exceptions=False) as client:
         body = json.loads(_node(f"JSON.stringify(apiFields({json.dumps({**fields, **engine, **common})}, "
                                 f"{json.dumps(_flags())}))"))
@@ -158,8 +163,9 @@ def test_the_layout_in_the_request_yaml_plans_to_the_pages_total(tmp_path: Path,
     done = run_cli("plan", str(path), "-o", str(out))
     assert done.returncode in (0, 1), done.stdout + done.stderr + text
     (job,) = json.loads(out.read_text())["jobs"]
-    assert job["hardware"]["count"] == tp * pp, job["hardware"]
+    assert job["hardware"]["count"] == tp * pp * dp, job["hardware"]
     assert job["hardware"].get("pipeline_parallel", 1) == pp, job["hardware"]
+    assert job["hardware"].get("data_parallel", 1) == dp, job["hardware"]
     memory = {f["key"]: f["value"] for s in job["sections"] if s["key"] == "memory" for f in s["figures"]}
     assert memory["memory_per_device"] == page["totals"]["device"]["bytes"], (memory, page["totals"])
     assert memory["fits"] is page["details"]["fits"]

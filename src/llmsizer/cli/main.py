@@ -118,6 +118,11 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
             return message + (f"; recommend searches the catalog's devices, counts and memory itself (no "
                               f"{', '.join(searched)}): to size one, `llmsizer fit MODEL --device NAME` (--count N, "
                               "--memory SIZE)")
+        if invoked.prog.endswith(" models") and _names_rate(words, options):
+            # `models --fits-on h100 --request-rate 5` (probe33 D6): a rate is recommend's and fit's question
+            return message + ("; models --fits-on takes sequences at once (--concurrency), not a request rate: "
+                              "`llmsizer recommend MODEL --request-rate R` (or `llmsizer fit MODEL --device NAME "
+                              "--request-rate R`) sizes one")
         # `train --lora 8`: how a training command says it (not '--lora-dropout', the option it is a prefix of); else
         # the one option a typed prefix starts (the one argparse's abbreviation took), else the closest spelling
         spelt = _training_spelling(words) if "--method" in options else {}
@@ -143,6 +148,13 @@ def _searched_by_recommend(words: list[str], options: list[str]) -> list[str]:
         if hits and all(h in SEARCHED_BY_RECOMMEND for h in hits):
             out += hits
     return list(dict.fromkeys(out))
+
+
+def _names_rate(words: list[str], options: list[str]) -> bool:
+    """Whether one of the unknown ``words`` is ``--request-rate`` (itself, or a prefix or close spelling of it among
+    the command's options and it), on a command that takes no rate (``models --fits-on``)."""
+    return any(w == "--request-rate" or _prefix_or_close(w, [*options, "--request-rate"]) == ["--request-rate"]
+               for w in words)
 
 
 def _serving(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> bool:

@@ -48,7 +48,13 @@ from ..specs.training import (
     TRAIN_ATTENTION,
     default_grad_checkpointing,
 )
-from ..specs.workload import DEFAULT_OUTPUT_TOKENS, ENGINE_NAMES, ENGINE_SETTINGS, PIPELINE_ENGINES
+from ..specs.workload import (
+    DATA_PARALLEL_ENGINES,
+    DEFAULT_OUTPUT_TOKENS,
+    ENGINE_NAMES,
+    ENGINE_SETTINGS,
+    PIPELINE_ENGINES,
+)
 from .bridge import DENIED
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -224,9 +230,12 @@ def train_advanced(names_on_page: set[str]) -> tuple[list[argparse.Action], str]
 # engine (its llamacpp_only list: vLLM and SGLang shard with --tp); --tp, the tensor-parallel devices of one replica,
 # which every engine but llama.cpp shards the weights over (estimate/inference/compose.py refuses tensor_parallel > 1
 # on llama.cpp: it splits layers or rows over --gpus instead); --pp, the pipeline stages of one replica, which vLLM and
-# SGLang run (specs/workload.py PIPELINE_ENGINES, refuse_pipeline_engine: not llama.cpp, not transformers)
+# SGLang run (specs/workload.py PIPELINE_ENGINES, refuse_pipeline_engine: not llama.cpp, not transformers); --dp, the
+# data-parallel engine ranks of one replica, and --enable-expert-parallel, an MoE's routed experts whole per device
+# over dp x tp devices, which vLLM and SGLang run (specs/workload.py DATA_PARALLEL_ENGINES, refuse_data_parallel)
 ENGINE_COUNTS = {"gpus": ("llamacpp",), "tensor_parallel": tuple(e for e in ENGINES if e != "llamacpp"),
-                 "pipeline_parallel": PIPELINE_ENGINES}
+                 "pipeline_parallel": PIPELINE_ENGINES, "data_parallel": DATA_PARALLEL_ENGINES,
+                 "expert_parallel": DATA_PARALLEL_ENGINES}
 # ENGINE_SETTINGS fields the serving tab does not offer: attention (transformers' attn_implementation; the form's one
 # attention control is the training tab's, state.js TRAIN_AS, whose choices hold flex, which serving refuses). The
 # API, the CLI and Python take it, and refuse it on an engine that does not read it (request files do not: a serving
@@ -238,8 +247,9 @@ NOT_ON_SERVING_TAB = ("attention",)
 SERVE_FORM_NAME = {"gpus": "infer_gpus"}
 # engine flags the serving tab shows in its main fieldset, beside the device, not in the Engine settings section:
 # --tp, so "8 x H200" is said where the device is (`infer --device h200 --tp 8`), and --pp beside it (a replica of
-# tp x pp devices: `infer --device h100 --tp 8 --pp 2` is 16 x H100)
-ENGINE_MAIN = ("tensor_parallel", "pipeline_parallel")
+# tp x pp devices: `infer --device h100 --tp 8 --pp 2` is 16 x H100), and --dp / --enable-expert-parallel (a replica
+# of tp x pp x dp devices: `infer --device h100 --dp 8 --enable-expert-parallel` is 8 x H100, experts split 8 ways)
+ENGINE_MAIN = ("tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel")
 
 
 def _infer_parser() -> argparse.ArgumentParser:
@@ -269,7 +279,7 @@ def engine_settings(names_on_page: set[str]) -> tuple[list[argparse.Action], str
 
 
 def engine_main() -> str:
-    """The rows of ENGINE_MAIN (``infer --tp``, ``--pp``) for the serving tab's main fieldset, made as the Engine settings
+    """The rows of ENGINE_MAIN (``infer --tp``, ``--pp``, ``--dp``, ``--enable-expert-parallel``) for the serving tab's main fieldset, made as the Engine settings
     section makes its rows (labelled with their flags and the engines that read them, shown for those engines)."""
     p = _infer_parser()
     return "\n".join("      " + r for r in _engine_rows(p, [a for a in p._actions if a.dest in ENGINE_MAIN]))

@@ -32,9 +32,11 @@ NOT_APPLICABLE: dict[str, str] = {
 # control for it (llama.cpp --gpus, the GPUs -sm / -ts split over; named apart from the training tab's 'gpus'; the
 # other engines' --tp, named by its dest apart from the training tab's 'tp': test_web_serving_tensor_parallel.py;
 # vLLM's and SGLang's --pp, named by its dest apart from the training tab's 'pp', web/pages.py ENGINE_COUNTS:
-# tests/web/browser/test_browser_serving_pipeline_parallel.py)
+# tests/web/browser/test_browser_serving_pipeline_parallel.py; their --dp and --enable-expert-parallel, named by their
+# dests, web/pages.py ENGINE_COUNTS: tests/web/browser/test_browser_serving_data_parallel.py)
 ENGINE_FLAG_NOT_A_SETTING = {"gpus": "infer_gpus", "tensor_parallel": "tensor_parallel",
-                             "pipeline_parallel": "pipeline_parallel"}
+                             "pipeline_parallel": "pipeline_parallel", "data_parallel": "data_parallel",
+                             "expert_parallel": "expert_parallel"}
 ENGINE_WORDS = ("vLLM", "vllm", "SGLang", "sglang", "llama.cpp", "assume vLLM", "paged KV")
 
 

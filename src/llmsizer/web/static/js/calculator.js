@@ -425,9 +425,14 @@ async function grid() {
   const { fields, common } = workload();
   const base = { ...picker.fields(), ...apiFields(typed(fields), ENGINE_FLAGS), ...rate() };
   // each cell says its own devices and fit chooses their layout (the serving tab's --tp, tensor_parallel, and --pp,
-  // pipeline_parallel, too: fit takes stages only with a degree, and a 1-device cell has no room for them)
+  // pipeline_parallel, too: fit takes stages only with a degree, and a 1-device cell has no room for them; --dp and
+  // --enable-expert-parallel, data_parallel / expert_parallel, too: fit offers DP x EP itself where TP is refused, and
+  // a --dp that does not divide a cell's count is refused there)
   delete base.device; delete base.count; delete base.gpus; delete base.tp; delete base.tensor_parallel;
-  if (tab !== "train") { delete base.pp; delete base.pipeline_parallel; }
+  if (tab !== "train") {
+    delete base.pp; delete base.pipeline_parallel;
+    delete base.dp; delete base.data_parallel; delete base.enable_expert_parallel; delete base.expert_parallel;
+  }
   if (common.headroom) base.headroom = common.headroom;
   if (tab === "train") base.train = true;
   if (gridCurrent) gridCurrent.abort();

@@ -12,7 +12,8 @@ export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size
 // (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu;
 // train_attention: the training tab's attention, `train --attention`, whose list has flex where serving's has not)
 const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device", train_attention: "--attention",
-  infer_gpus: "--gpus", tensor_parallel: "--tp", pipeline_parallel: "--pp" };
+  infer_gpus: "--gpus", tensor_parallel: "--tp", pipeline_parallel: "--pp", data_parallel: "--dp",
+  expert_parallel: "--enable-expert-parallel" };
 
 // the training tab's fields named apart from the serving tab's (one form holds both), with the API field of each
 const TRAIN_AS = { train_device: "device", train_attention: "attention" };
@@ -98,8 +99,9 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  *
  * The serving tab's engine settings (``settings``: their fields as the API takes them, their flags, and the ones a
  * request file takes under ``engine_settings``, /pages/choices.json's request_engine_settings): those under
- * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, --tp / --pp as the job's
- * tensor_parallel / pipeline_parallel on tp x pp devices, the others as comments naming their flag. */
+ * ``engine_settings:``, fit_target and llama.cpp's GPU count under ``resources:``, --tp / --pp / --dp /
+ * --enable-expert-parallel as the job's tensor_parallel / pipeline_parallel / data_parallel / expert_parallel on
+ * tp x pp x dp devices, the others as comments naming their flag. */
 export function requestYaml(kind, model, f, common, defaults = {}, answered = {}, requestSettings = null,
   settings = { fields: {}, flags: {}, taken: [] }, peft = ["rank"]) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
@@ -147,15 +149,20 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     const weights = f.weights || (answered.weights !== "file" ? answered.weights : "");
     L.push(`    quantization: ${yq(weights || "none")}`);
     if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
-    // --tp / --pp: the job's tensor_parallel / pipeline_parallel (request/fields.py), which pin the layout of the
-    // devices in resources: one replica of tp x pp devices, as infer --tp --pp sizes it, on the device named or, a
-    // memory alone, on the device kind infer --memory takes (gpu)
+    // --tp / --pp / --dp: the job's tensor_parallel / pipeline_parallel / data_parallel (request/fields.py), which pin
+    // the layout of the devices in resources: one replica of tp x pp x dp devices, as infer --tp --pp --dp sizes it,
+    // on the device named or, a memory alone, on the device kind infer --memory takes (gpu); --enable-expert-parallel:
+    // the job's expert_parallel
     const tp = settings.fields.tensor_parallel, pp = settings.fields.pipeline_parallel;
+    const dp = settings.fields.data_parallel, ep = settings.fields.expert_parallel;
     if (tp) L.push(`    tensor_parallel: ${yq(tp)}`);
     if (pp) L.push(`    pipeline_parallel: ${yq(pp)}`);
-    if (tp || pp) {
+    if (dp) L.push(`    data_parallel: ${yq(dp)}`);
+    if (ep) L.push("    expert_parallel: true");
+    if (tp || pp || dp) {
       if (!f.device) res.push("      device: gpu  # the device kind infer --memory takes");
-      res.push(`      count: ${Number(tp || 1) * Number(pp || 1)}  # tensor_parallel x pipeline_parallel: one replica`);
+      const what = ["tensor_parallel", pp && "pipeline_parallel", dp && "data_parallel"].filter(Boolean).join(" x ");
+      res.push(`      count: ${Number(tp || 1) * Number(pp || 1) * Number(dp || 1)}  # ${what}: one replica`);
     }
     const media = MEDIA_FIELDS.filter((k) => f[k]);
     if (media.length) L.push("    media:", ...media.map((k) => `      ${k}: ${f[k] === true ? "true" : yq(f[k])}`));
@@ -169,7 +176,7 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     if (taken.length) L.push("    engine_settings:", ...taken.map(([k, v]) => `      ${k}: ${value(v)}`));
     for (const [k, v] of es) {
       if (k === "fit_target") res.push(`      fit_target: ${yq(v)}`);
-      else if (k === "tensor_parallel" || k === "pipeline_parallel") continue; // the job's own fields (above)
+      else if (["tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel"].includes(k)) continue; // the job's own fields (above)
       else if (k === "infer_gpus") res.push(`      count: ${yq(v)}  # GPUs llama.cpp splits the model over`);
       else if (!settings.taken.includes(k)) {
         const flag = settings.flags[k] || flagOf(k);
