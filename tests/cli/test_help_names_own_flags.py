@@ -27,6 +27,11 @@ OTHER_TOOLS = {
     *((cmd, "--moe-dispatcher", "--moe-token-dispatcher-type") for cmd in ("train", "fit", "recommend")),
     *((cmd, "--ep-comm-overlap", "--overlap-moe-expert-parallel-comm")  # Megatron-LM's own flags
       for cmd in ("train", "fit", "recommend")),
+    # vllm serve --data-parallel-size, sglang --attn-dp-size / --ep-size: the engines' own flags --dp and
+    # --enable-expert-parallel stand for (--enable-expert-parallel is vLLM's own name)
+    *((cmd, opt, flag) for cmd in ("infer", "fit", "recommend")
+      for opt, flag in (("--dp", "--data-parallel-size"), ("--dp", "--attn-dp-size"),
+                        ("--enable-expert-parallel", "--ep-size"))),
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 

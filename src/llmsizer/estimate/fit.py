@@ -1749,11 +1749,13 @@ def async_stages_note(r: FitResult, stages: Sequence[int], why: str, plain: Memo
 
 
 def stages_chosen(r: FitResult, per_node: int, ranked: str = "gives the most output tokens/s",
-                  tp_refused: bool = False) -> FitResult:
+                  tp_refused: str = "") -> FitResult:
     """``r``, a pipeline or expert-parallel layout ``fit`` chose (``with_pipeline_layouts``), its
     ``pipeline_parallel`` (``data_parallel``, ``expert_parallel``) assumption said as fit's choice, in its own
     assumptions and its estimate's (the estimate records the stages it is passed as given, as it does a degree:
-    ``as_fit_chose``). ``ranked``: what the chosen layout is best at (the ranking ``with_pipeline_layouts`` took)."""
+    ``as_fit_chose``). ``ranked``: what the chosen layout is best at (the ranking ``with_pipeline_layouts`` took).
+    ``tp_refused``: the tensor-parallel search's eq. TP5 warning (``block_skipped``) where it took a degree out, kept
+    among ``r``'s warnings (the chosen layout's own search has no such degree to skip)."""
     ranks = r.data_parallel > 1
     whole = (f"a tensor-parallel degree is refused by the checkpoint's quantization blocks (eq. TP5) or tensor "
              f"parallelism alone does not fit within a machine of {per_node} devices" if tp_refused else
@@ -1768,7 +1770,9 @@ def stages_chosen(r: FitResult, per_node: int, ranked: str = "gives the most out
     def said(a: Assumption) -> Assumption:
         return Assumption(a.name, a.value, True, why) if a.name in names else a
     est = r.estimate.but(assumptions=tuple(map(said, r.estimate.assumptions))) if r.estimate is not None else None
-    return replace_fields(r, assumptions=tuple(map(said, r.assumptions)), estimate=est)
+    kept = (tp_refused,) if tp_refused and tp_refused not in r.warnings else ()
+    return replace_fields(r, assumptions=tuple(map(said, r.assumptions)), estimate=est,
+                          warnings=(*kept, *r.warnings))
 
 
 def _assumed(r: FitResult, name: str) -> Any:
@@ -1859,7 +1863,7 @@ class _FitSetup(NamedTuple):
     assumptions: tuple[Assumption, ...]
     workload: dict[str, Any]  # the workload fields as the setup leaves them (engine_version, gpus, cuda_memory)
     tp_options: tuple[int, ...]
-    tp_refused: bool = False  # eq. TP5 took a degree out of ``tp_options`` (``block_skipped``)
+    tp_refused: str = ""  # eq. TP5 took a degree out of ``tp_options``: ``block_skipped``'s warning, else empty
 
 
 def _fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, headroom: float | None,
@@ -2015,7 +2019,7 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     dev = inference_device_fields(device)
     return _FitSetup(kwh_price, device, n, target, instance, hr, eng, host_device, host_memory, per_node, layout,
                      split, pinned, usable, est_notes, on_cpu, dev, tuple(warnings), tuple(assumptions), workload,
-                     tuple(tp_options), skipped is not None)
+                     tuple(tp_options), skipped or "")
 
 
 class MemoryFit(NamedTuple):
@@ -2039,7 +2043,7 @@ class MemoryFit(NamedTuple):
     # whether eq. TP5 took a tensor-parallel degree out of this layout's options (``block_skipped``): both read by
     # ``with_pipeline_layouts``
     experts: tuple[int, ...] = ()
-    tp_refused: bool = False
+    tp_refused: str = ""  # (block_skipped's warning; empty where no degree was taken out)
 
 
 _NAME = attrgetter("name")
