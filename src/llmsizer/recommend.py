@@ -50,7 +50,6 @@ from .estimate.duration import (
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     SERVING_GPUS_PER_NODE,
-    STAGES_LEFT,
     FitResult,
     MemoryFit,
     devices_text,
@@ -298,6 +297,10 @@ class Option:
     # ``capacity_share``: its near-capacity warning at or above NEAR_CAPACITY_SHARE), said in the scale-out line
     # (probe33 D5: 'below its capacity' beside fit's '98% of it'); None at a concurrency or where fit states none
     capacity_share: float | None = None
+    # serving: the pipeline layouts the option's search left out and why, each in fit's words (``FormatPick.stages_left``,
+    # estimate/fit.py ``stages_left_line``: vLLM 0.10-0.14 with --async-scheduling), also among its ``reasons``; the
+    # one field ``stages_left_warnings`` reads (review41 D8: it matched the reasons' text before)
+    stages_left: tuple[str, ...] = ()
 
     @property
     def is_cpu(self) -> bool:
@@ -374,6 +377,9 @@ class Recommendation:
     # why the search answered with no candidate sized (a request rate past every candidate's ceiling,
     # ``rate_past_every_copy``): a constraint that fails, exit 1 as a search with no option; None otherwise
     refusal: str | None = None
+    # the answer-level lines of the pipeline layouts the options' searches left out (``stages_left_warnings``, also
+    # among ``warnings``): what the plan's search copies into a job's warnings
+    stages_left: tuple[str, ...] = ()
 
     @property
     def chosen(self) -> Option | None:
@@ -817,7 +823,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) \
         if quantization_advice and gguf_engine and request_rate is None else ()  # (sized at a concurrency)
     warnings = [*chosen_said, file_skipped] if file_skipped else list(chosen_said)
-    warnings.extend(stages_left_warnings([*meets, *rejected]))
+    stages_left = stages_left_warnings([*meets, *rejected])
+    warnings.extend(stages_left)
     slow = slow_first_token_warning(meets, c)
     if slow:
         warnings.append(slow)
@@ -833,18 +840,18 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     return Recommendation("inference", spec.name, {"context": context, "concurrency": concurrency,
                           **({"request_rate": request_rate} if request_rate is not None else {}),
                           "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
-                          tuple(advice), tuple(quant), tuple(assumptions), tuple(dict.fromkeys(warnings)))
+                          tuple(advice), tuple(quant), tuple(assumptions), tuple(dict.fromkeys(warnings)),
+                          stages_left=tuple(stages_left))
 
 
 def stages_left_warnings(options: Sequence[Option]) -> list[str]:
     """One answer-level warning per distinct line of the options whose search left pipeline layouts out
-    (estimate/fit.py ``stages_left_line``, fit's words, in each such option's reasons), naming those options: the
+    (estimate/fit.py ``stages_left_line``, fit's words: each such option's ``stages_left``), naming those options: the
     text shows a few rejections only, and the search must not leave the layouts out silently."""
     on: dict[str, list[str]] = {}
     for o in options:
-        for line in o.reasons:
-            if line.startswith(STAGES_LEFT):
-                on.setdefault(line, []).append(o.target if o.target != o.device else f"{o.count} x {o.device}")
+        for line in o.stages_left:
+            on.setdefault(line, []).append(o.target if o.target != o.device else f"{o.count} x {o.device}")
     return [f"{', '.join(dict.fromkeys(names))}: {line}" for line, names in on.items()]
 
 
@@ -1039,7 +1046,8 @@ def _option_from_pick(cand: _Candidate, pick: FormatPick) -> Option:
     dev = cand.device
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=cand.count, tensor_parallel=pick.tensor_parallel,
-                                replicas=1, engine=pick.engine, instances=instances_for(cand.count, cand.instance))
+                                replicas=1, engine=pick.engine, instances=instances_for(cand.count, cand.instance),
+                                stages_left=pick.stages_left)
     if pick.fit is not None:
         opt = _option_from_fit(stub, pick.fit, pick.status, list(pick.reasons))
         if pick.status == "meets" and pick.passed_over is not None:

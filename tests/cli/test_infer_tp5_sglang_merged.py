@@ -18,7 +18,7 @@ def test_sglang_refuses_a_partial_k_partition_in_one_line(capsys: pytest.Capture
     code, _, err = run(["infer", "llama-3.2-1b", "--device", "h100-sxm", "--tp", "8", "--engine", "sglang",
                         "--weights", "fp8-block"], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert all(s in err for s in ("tensor_parallel 8", "attn_k", "Llama-3.2-1B", "64 output rows", "block_n 128",
+    assert all(s in err for s in ("--tp 8", "attn_k", "Llama-3.2-1B", "64 output rows", "block_n 128",
                                   "eq. TP5")), err
     assert "Traceback" not in err
 

@@ -75,3 +75,20 @@ def test_plan_search_states_them(tmp_path: Path) -> None:
     assert f"{A3}: {want}" in said
     code, out, _ = run("plan", str(path))  # the text: the plan's warnings, one line each
     assert any(ln.strip() == f"warning: {A3}: {want}" for ln in out.splitlines())
+
+
+def test_the_line_is_carried_as_a_field_not_found_by_its_text() -> None:
+    """review41 D8: each option carries the lines as a typed field (``Option.stages_left``, from the format search's
+    ``FormatPick.stages_left``), the answer-level warnings are built from it and the plan reads the answer's field;
+    a reason that merely opens with the same words is not gathered."""
+    from dataclasses import replace
+
+    from llmsizer.recommend import recommend_inference, stages_left_warnings
+    want = _fit_line("0.13")
+    rec = recommend_inference(M, engine="vllm", context=32768, concurrency=8, weights="fp8", engine_version="0.13",
+                              async_scheduling=True)
+    (opt,) = [o for o in rec.rejected if o.target == A3]
+    assert opt.stages_left and opt.stages_left[0].startswith(want)
+    assert f"{A3}: {opt.stages_left[0]}" in rec.stages_left and set(rec.stages_left) <= set(rec.warnings)
+    lookalike = replace(opt, stages_left=(), reasons=(*opt.reasons, "pipeline layouts not tried (PP 9): x"))
+    assert stages_left_warnings([lookalike]) == []

@@ -49,3 +49,29 @@ def test_async_scheduling_on_0_13_leaves_the_stages_out_at_the_rate_and_says_so(
     assert not r.fits and r.pipeline_parallel == 1
     (line,) = [w for w in r.warnings if w.startswith("pipeline layouts not tried (PP 2)")]
     assert "without it TP 1 x PP 2 fits on these 2 devices" in line
+
+
+HIGH = 0.2  # requests/s: past what any layout of 2 x H100 carries at 256k (review41 D2)
+
+
+def _capacity(r) -> float:
+    return float(r.details.get("rate_capacity") or 0.0)
+
+
+def test_a_rate_no_layout_carries_names_the_rate_on_the_layout_that_carries_the_most() -> None:
+    """review41 D2: at 0.2 requests/s no layout carries the rate. Before, fit fell back to TP 2, whose memory fits no
+    request ("does not start, fix the memory first"), where TP 1 x PP 2 starts. The truth is each layout pinned by
+    hand at the rate (`--pp 1`, `--pp 2`): fit takes the one with the most capacity and its refusal names the rate."""
+    pinned = {p: _at(262144, pipeline_parallel=p, request_rate=HIGH) for p in (1, 2)}
+    assert not any(r.fits for r in pinned.values())
+    best = max(pinned, key=lambda p: _capacity(pinned[p]))
+    assert _capacity(pinned[best]) > 0 and best == 2  # (the premise: only the stages start)
+    r = _at(262144, request_rate=HIGH)
+    assert not r.fits and r.pipeline_parallel == best
+    assert (r.tensor_parallel, r.memory_per_device) == (pinned[best].tensor_parallel, pinned[best].memory_per_device)
+    assert _capacity(r) == _capacity(pinned[best])
+    text = str(r)
+    assert "fix the memory first" not in text and "does not carry the rate" in text
+    assert "TP 1 x PP 2 x 1 replica" in text  # the layout named with its stages (review41 nit)
+    (a,) = [a for a in r.estimate.assumptions if a.name == "pipeline_parallel"]
+    assert "carries the most of the layouts" in a.why and f"not {HIGH:g}" in a.why

@@ -140,3 +140,24 @@ def test_gptq_symmetric_experts_drop_zero_points_and_g_idx() -> None:
     dev = shard_weights(spec, wb, 8, 2.0, "sglang", 128)
     want = vllm_moe_wna16_rank_bytes(cfg, 8, 128, False, cfg["num_hidden_layers"])
     assert want is not None and abs(dev.by_component["experts"] - want) <= 2
+
+
+W4A16_CT = {"quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128}}},
+            "ignore": ["lm_head"]}
+
+
+def test_compressed_tensors_experts_take_no_moe_wna16_refusal() -> None:
+    """review41 D6: MoeWNA16's group halving is the gptq/awq experts' path (vllm 0.19.1 moe_wna16.py:237-247,
+    taking quant_method gptq/awq); compressed-tensors experts go through its own MoE methods
+    (compressed_tensors_moe.py), so a pack-quantized CT MoE is not refused in MoeWNA16's words. Mixtral-8x22B's
+    experts are 16384 wide (config.json), 16384 / 24 not whole: the gptq rung is refused there with that message."""
+    import dataclasses
+    cfg = config("mixtral-8x22b-v0.1")
+    assert cfg["intermediate_size"] % 24 and cfg["num_attention_heads"] % 24 == 0
+    spec = load_model("mixtral-8x22b-v0.1")
+    ct = dataclasses.replace(spec, quantization=tuple(sorted(W4A16_CT.items())))
+    why = quant_block_refusal(ct, 24, "vllm", "compressed-tensors") or ""
+    assert "MoeWNA16" not in why
+    assert "MoeWNA16" in (quant_block_refusal(spec, 24, "vllm", "gptq-int4") or "")

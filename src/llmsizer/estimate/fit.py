@@ -1274,6 +1274,21 @@ def rate_needs_continuous_batching(why: str) -> FieldError:
                       f"({', '.join(ENG.PREFILL_SCHEDULING)}) with a prefill and decode estimate; {why}")
 
 
+def _rate_target(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
+                 workload: dict[str, Any], kw: dict[str, Any]) -> tuple[ModelSpec, str, Device, int, int] | None:
+    """What ``rate_layout_seconds`` and ``rate_stage_options`` choose among at ``rate``: (the model, the engine it
+    takes (``_rate_engine``), the device, the device count, the machine size), or None where there is no choice (one
+    device) or no engine (the climb refuses that with its own line)."""
+    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
+    if n < 2:
+        return None
+    spec = spec_of(model)
+    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
+    if eng is None:
+        return None
+    return spec, eng, device, n, serving_machine_size(instance, workload.get("gpus_per_node"), n)
+
+
 def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
                         workload: dict[str, Any], kw: dict[str, Any],
                         climbs: dict[int, dict[int, FitResult]] | None = None) -> dict[int, float] | None:
@@ -1296,14 +1311,10 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     two layouts. None where there is no choice (one degree at all, a llama.cpp split, one device).
     ``climbs``: a caller's dict that gets, where every degree of ``tensor_parallel_options`` is within a machine,
     each degree's pinned fits at the rate (``fit``'s ``iterates``: C in flight -> the fit at C)."""
-    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
-    if n < 2:
-        return None
-    spec = spec_of(model)
-    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
-    if eng is None:
-        return None  # (the climb below refuses it with its own line)
-    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
+    target = _rate_target(model, hardware, count, rate, workload, kw)
+    if target is None:
+        return None  # (the climb below refuses a rate no engine carries with its own line)
+    spec, eng, device, n, per_node = target
     layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
@@ -1388,14 +1399,10 @@ def rate_stage_options(model: ModelSpec | str, hardware: str | Device | Instance
     """(the pipeline stages ``fit`` at ``rate`` may take, the machine size they are judged by) where its layout is
     its own choice: ``pipeline_options`` of the layout on the engine it takes (``_rate_engine``), the stages
     ``fit_memory`` offers a rate-less fit (``MemoryFit.stages``); None where there are none."""
-    device, n, _, instance = target_and_count(hardware, count, kw.get("hardware_files", ()), instances=True)
-    if n < 2:
-        return None
-    spec = spec_of(model)
-    eng = _rate_engine(spec, hardware, count, rate, workload, kw)
-    if eng is None:
-        return None  # (the climb refuses it with its own line)
-    per_node = serving_machine_size(instance, workload.get("gpus_per_node"), n)
+    target = _rate_target(model, hardware, count, rate, workload, kw)
+    if target is None:
+        return None  # (the climb refuses a rate no engine carries with its own line)
+    spec, eng, device, n, per_node = target
     stages = tuple(pipeline_options(spec, serving_layout(eng, device, n, per_node), n))
     return (stages, per_node) if stages else None
 
@@ -1423,24 +1430,47 @@ def _rate_with_stages(model: ModelSpec | str, hardware: str | Device | Instance,
         tp_only, refused = None, e
     first = answered(tp_only, per_node) if tp_only is not None else None
 
+    tried: list[MemoryFit] = []  # each stage count's answer at the rate, as with_pipeline_layouts asked it
+
     def staged(p: int, fields: dict[str, Any] = args) -> MemoryFit:
-        return answered(fit(model, hardware, count, **{**fields, "fits_at": False, "pipeline_parallel": p},
-                            refusal_only=bool(asks["refusal_only"]), climb_stops=False), per_node)
+        m = answered(fit(model, hardware, count, **{**fields, "fits_at": False, "pipeline_parallel": p},
+                         refusal_only=bool(asks["refusal_only"]), climb_stops=False), per_node)
+        if fields is args:
+            tried.append(m)
+        return m
     mem = with_pipeline_layouts(first, per_node, stages, staged, rank=rate_request_seconds)
     if mem is None or mem is not first and not mem.fits:
         if refused is not None:
             raise refused
+    ranked = "has the shortest mean request time at this rate"
+    if mem is not None and not mem.fits and refused is None:
+        # no layout carries the rate: the one whose memory fits with the most capacity (``most_carried``'s rule,
+        # across the stage counts too), so the answer names the rate, not the memory, as what stops it (review41 D2:
+        # Qwen3.5-122B-A10B FP8, 2 x H100, 256k at 0.2 requests/s said "fix the memory first" of TP 2 where
+        # TP 1 x PP 2 starts and carries about 0.069 requests/s)
+        pool = [m for m in ([first] if first is not None else []) + tried if m.refusal is None]
+        best = max(pool, key=lambda m: (_capacity(m.result(True)), -m.result(True).pipeline_parallel), default=None)
+        if best is not None and _capacity(best.result(True)) > 0 and best is not mem:
+            mem, ranked = best, (f"carries the most of the layouts, about {_capacity(best.result(True)):.3g} "
+                                 f"requests/s, though not {rate:g} (every layout refuses the rate)")
     r = mem.result(True) if mem is not None else None
     if r is None:  # (every stage count refused by the estimate, and the tensor-parallel answer raised: above)
         raise FieldError("request_rate", "no layout answers this rate")
     if mem is not first and r.pipeline_parallel > 1:
-        r = stages_chosen(r, per_node, "has the shortest mean request time at this rate")
+        r = stages_chosen(r, per_node, ranked)
     why = async_pipeline_refusal(r.engine, kw.get("engine_version")) if workload.get("async_scheduling") else None
     if why is not None and not r.fits:
         plain = {**args, "async_scheduling": False}
         r = async_stages_note(r, stages, why, with_pipeline_layouts(
             None, per_node, stages, lambda p: staged(p, plain), rank=rate_request_seconds))
     return r
+
+
+def _capacity(r: FitResult) -> float:
+    """The requests/s ``r``'s layout carries at most (rate_capacity.py ``over_capacity``'s least ceiling, the figure
+    ``most_carried`` ranks layouts by), 0 where its memory fits no request or it is not known."""
+    cap = r.details.get("rate_capacity")
+    return float(cap) if cap is not None else 0.0
 
 
 def answered(r: FitResult, per_node: int) -> MemoryFit:

@@ -22,6 +22,7 @@ from typing import Any
 from ..catalog.hardware import Device, Instance
 from ..errors import FieldError, InputError
 from ..formulas.kv_cache import kv_dtype_name
+from ..formulas.tensor_parallel import every_degree_refusal
 from ..formulas.weight_formats import stored_format, weight_bytes
 from ..models import load_model
 from ..numbers import CONCURRENCY
@@ -425,6 +426,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         group = rung_group_size(spec, fmt, asked)  # the checkpoint's own at its own format (infer's and fit's)
         if asked is None:
             asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
+        no_degree = every_degree_refusal(spec, eng, fmt, group if group is not None else asked)
+        if no_degree is not None:  # vLLM / SGLang load this format at no tensor-parallel degree: the next rung may do
+            refused = refused or no_degree
+            continue
         try:
             # the experts a bitsandbytes format keeps on eng, as fit counts; the device's dtype of an engine's
             # tensor (vLLM's fp32 gate) and vLLM's MXFP4 backend as fit's estimate reads them

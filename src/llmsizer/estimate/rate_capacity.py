@@ -185,7 +185,8 @@ def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], F
 
     found, one, admitted, slots = ceilings(sized, refusal)
     n = one.replicas
-    layout = f"TP {one.tensor_parallel} x {n} replica{'s' if n != 1 else ''}"
+    stages = f" x PP {one.pipeline_parallel}" if one.pipeline_parallel > 1 else ""  # (review41 nit: PP named)
+    layout = f"TP {one.tensor_parallel}{stages} x {n} replica{'s' if n != 1 else ''}"
     if admitted == 0 or not found:
         shown = closed(n, False)
         why = (f"does not carry the rate: at {rate:g} requests/s this deployment ({layout}) serves no request: "

@@ -93,6 +93,18 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
             else None)
 
 
+def every_degree_refusal(spec: ModelSpec, engine: str, weights: str | None, group_size: int | None = None
+                         ) -> str | None:
+    """Why vLLM or SGLang (``FP8_BLOCK_ENGINES``) will load ``spec`` in ``weights`` at no tensor-parallel degree, or
+    None: ``serving_tensor_parallel_refusal`` at TP 1, where vLLM's fused-MoE and SGLang's merged-layer block checks
+    (eq. TP5, ``quant_block_refusal``) run too. A partition of partial blocks or groups at TP 1 stays partial at every
+    larger degree (it is the TP 1 size / t), so a refusal at TP 1 is one at every degree: the estimate refuses TP 1
+    with it, the hardware searches refuse the format (the rung) with it."""
+    if engine not in FP8_BLOCK_ENGINES:
+        return None
+    return serving_tensor_parallel_refusal(spec, 1, engine, weights, group_size)
+
+
 # FP8 block quantization (DeepSeek-V3 ``quantization_config.weight_block_size`` [block_n, block_k]: one scale per
 # block_n output rows x block_k input columns). A checkpoint without the field: 128 x 128, the block
 # weight_formats.py sizes fp8-block's scales with.
@@ -332,7 +344,9 @@ def _group_refusal(spec: ModelSpec, tp: int, engine: str, weights: str, group_si
     for t in _block_checked(spec, engine):
         in_f = t.shape[1]
         if t.role == _EXPERT_DOWN:
-            if weights == "compressed-tensors" or g >= in_f:  # (a group of the whole input: -1, one per column)
+            # compressed-tensors experts take no MoeWNA16 halving (its own MoE methods), and a group of the whole
+            # input (-1, one per column) splits into whole groups at any degree: neither is checked here (review41 D6)
+            if weights == "compressed-tensors" or g >= in_f:
                 continue
             et = tp if etp is None else etp
             k = moe_wna16_group(spec, et, engine, weights, group_size)

@@ -23,7 +23,6 @@ from ..estimate.device import (
 )
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import (
-    STAGES_LEFT,
     FitResult,
     as_fit_chose,
     first_token_seconds,
@@ -477,7 +476,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         notes.warnings.append(f"no alternatives searched: {e}")
         notes.facts["search_error"] = str(e)  # the reason "no hardware" gives when none is named
     if rec is not None:  # the search's pipeline layouts it left out (async_scheduling), in its words: not silently
-        notes.warnings.extend(w for w in rec.warnings if STAGES_LEFT in w)
+        notes.warnings.extend(rec.stages_left)
     if rec is not None and rec.refusal is not None:  # answered with no candidate sized (a rate past every one's)
         notes.warnings.append(f"no alternatives searched: {rec.refusal}")
         notes.facts["search_error"] = rec.refusal

@@ -20,6 +20,7 @@ from ...formulas.serving_expert_parallel import expert_split_weights, moe_split,
 from ...formulas.tensor_parallel import (
     QUANT_SHARD_FORMATS,
     check_tensor_parallel,
+    every_degree_refusal,
     mamba2_layout_refusal,
     quant_block_refusal,
     serving_tensor_parallel_refusal,
@@ -561,6 +562,10 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
         block_refusal = quant_block_refusal(spec, 1, str(w.engine), fmt, group, expert_tp)
         if block_refusal is not None:
             raise FieldError("data_parallel", block_refusal, also=("expert_parallel",))
+    if w.tensor_parallel == 1:  # vLLM's and SGLang's block checks at TP 1 too (eq. TP5)
+        one_refusal = every_degree_refusal(spec, str(w.engine), fmt, group)
+        if one_refusal is not None:
+            raise InputError(one_refusal)
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         groups_refusal = mamba2_layout_refusal(spec, w.tensor_parallel, str(w.engine))
