@@ -100,6 +100,7 @@ from .estimate.framework import with_framework
 from .estimate.inference.common import running_and_queued
 from .estimate.inference.media import Media, media_in_context
 from .estimate.model_warnings import refuse_engine, refuse_unmodelled
+from .estimate.rate_capacity import capacity_share, share_words
 from .estimate.recommend_layout import (
     EP_PRUNE,
     MAX_SCALE_INSTANCES,
@@ -292,6 +293,10 @@ class Option:
     # refuses a degree or tensor parallelism does not fit and the layout is faster (``with_pipeline_layouts``)
     data_parallel: int = 1
     expert_parallel: bool = False
+    # serving at a request rate: the rate over the deployment's capacity as fit states it (estimate/rate_capacity.py
+    # ``capacity_share``: its near-capacity warning at or above NEAR_CAPACITY_SHARE), said in the scale-out line
+    # (probe33 D5: 'below its capacity' beside fit's '98% of it'); None at a concurrency or where fit states none
+    capacity_share: float | None = None
     # serving: the pipeline layouts the option's search left out and why, each in fit's words (``FormatPick.stages_left``,
     # estimate/fit.py ``stages_left_line``: vLLM 0.10-0.14 with --async-scheduling), also among its ``reasons``; the
     # one field ``stages_left_warnings`` reads (review41 D8: it matched the reasons' text before)
@@ -1109,7 +1114,15 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   tokens_per_second=r.tokens_per_second_total,
                   running_sequences=r.details.get("running_sequences"),
                   queue_wait_seconds=r.details.get("queue_wait_seconds"),
-                  queue_wait_in_ttft=bool(r.details.get("queue_wait_in_ttft")))
+                  queue_wait_in_ttft=bool(r.details.get("queue_wait_in_ttft")),
+                  capacity_share=_capacity_share(r))
+
+
+def _capacity_share(r: FitResult) -> float | None:
+    """fit's share of its capacity at the request rate it was asked (``capacity_share``); None at a concurrency."""
+    rate = r.speed.load.get("request_rate") if r.speed is not None and r.speed.load else None
+    bound = capacity_share(r, float(rate)) if rate is not None and r.fits else None
+    return bound[1] if bound is not None else None
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
@@ -1126,8 +1139,8 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     instances = copies  # copies of the candidate's devices added for the throughput target (or a request rate)
     tps = opt.tokens_per_second * copies if opt.tokens_per_second is not None else None
     if copies > 1 and rate is not None:
-        reasons.append(f"{copies} instances to carry {rate:g} requests/s ({rate / copies:.3g}/s each, below its "
-                       "capacity and within the limits: formulas/serving_queue.py eq. Q10)")
+        reasons.append(f"{copies} instances to carry {rate:g} requests/s ({rate / copies:.3g}/s each, "
+                       f"{share_words(opt.capacity_share)}; within the limits: formulas/serving_queue.py eq. Q10)")
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
         instances, tps, per_user, queue = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context,
                                                         output_tokens, hardware_files, hr, fields)

@@ -253,6 +253,28 @@ def answer_ceilings(r: FitResult) -> dict[str, float]:
     return found
 
 
+def capacity_share(r: FitResult, rate: float) -> tuple[str, float] | None:
+    """(the ceiling that binds, ``rate`` / it) of a fitting answer at ``rate`` requests/s: the least of
+    ``answer_ceilings``, the share fit's near-capacity warning compares with NEAR_CAPACITY_SHARE (``rate_warnings``)
+    and recommend's scale-out line states (probe33 D5); None where no ceiling is stated without another fit."""
+    found = answer_ceilings(r)
+    if not found:
+        return None
+    binding = min(found, key=lambda k: found[k])
+    return binding, rate / found[binding]
+
+
+def share_words(share: float | None) -> str:
+    """A rate's share of the deployment's capacity in words, near it at or above NEAR_CAPACITY_SHARE (fit's
+    threshold, ``rate_warnings``' near_capacity): '98% of its capacity, near it (at or above 90%, ...)'; where no
+    share is known, below its capacity only (no steady state otherwise, eq. Q10a)."""
+    if share is None:
+        return "below its capacity"
+    return f"{share:.0%} of its capacity" + (
+        f", near it (at or above {NEAR_CAPACITY_SHARE:.0%}, estimate/rate_capacity.py NEAR_CAPACITY_SHARE: "
+        "the wait rises steeply with the rate)" if share >= NEAR_CAPACITY_SHARE else "")
+
+
 def rate_warnings(r: FitResult, rate: float) -> dict[str, str]:
     """The warnings of a fitting answer at ``rate`` requests/s (fit, and plan at a traffic rate): its first token
     past efficiency.ATTENTION_LIMIT_SECONDS (the TTFT at the load, the wait for admission in it), and the rate at or
@@ -263,7 +285,8 @@ def rate_warnings(r: FitResult, rate: float) -> dict[str, str]:
     if not r.fits or sp is None or not sp.load:
         return {}
     found = answer_ceilings(r)
-    binding = min(found, key=lambda k: found[k]) if found else None
+    bound = capacity_share(r, rate)
+    binding = bound[0] if bound is not None else None
     remedy = RATE_REMEDY[binding] if binding is not None else RATE_REMEDY["server"]
     out: dict[str, str] = {}
     past = past_attention_limit(sp.ttft_seconds)
@@ -273,7 +296,7 @@ def rate_warnings(r: FitResult, rate: float) -> dict[str, str]:
                    + (f" ({wait / float(sp.ttft_seconds or 1):.0%} of it waiting for admission, formulas/"
                       "serving_queue.py eq. Q12)" if wait else "")
                    + f"; alone it answers in {sp.ttft_idle_seconds or 0.0:.2f} s; {remedy}")
-    if binding is not None and rate >= NEAR_CAPACITY_SHARE * found[binding]:
+    if bound is not None and binding is not None and bound[1] >= NEAR_CAPACITY_SHARE:
         out["near_capacity"] = (f"near capacity: this deployment carries at most about {found[binding]:.3g} requests/s, bound by "
                    f"{RATE_CEILING_SAID[binding]}; {rate:g} requests/s is {rate / found[binding]:.0%} of it (at or "
                    f"above {NEAR_CAPACITY_SHARE:.0%}, estimate/rate_capacity.py NEAR_CAPACITY_SHARE), where the wait "

@@ -809,7 +809,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     media = _media_figures(job, need_est,
                            ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
-               f"{conc_peak} request{'' if conc_peak == 1 else 's'} x {media or f'{ctx_peak} tokens'}")
+               f"{conc_peak} request{'' if conc_peak == 1 else 's'}"
+               + _rate_flight(f_peak if rates else None, media or f"{ctx_peak} tokens"))
     _advice(job, spec, src, adapters, fmt_used, engine, cost, notes, owned=owned_hardware(hw, job.resources),
             device=device)
     # the plan's own assumptions, then every one of fit's (its own, its memory estimate's and its speed estimate's:
@@ -876,6 +877,21 @@ def _pool_figures(mem: Sec, d: dict[str, Any], engine: str, tokens: str, in_flig
     mem.add("running", f"sequences {engine} runs at once per replica at peak"
             + (f" (the other {queued} of {in_flight} wait in its queue)" if queued else ""),
             running, "count", f"min({bounds})", "estimate/inference/common.py eq. R1 (running_sequences)")
+
+
+def _rate_flight(f: FitResult | None, tokens: str) -> str:
+    """' x TOKENS' after the peak's request count, and at a request rate where some wait for admission, that count
+    named as those running (fit's ``running_sequences``) and the requests in flight over all replicas split into
+    those running and those waiting for admission (``queued_sequences``), in fit's words (render/text.py
+    ``in_flight_words``; probe33 D5: 'peak 206 requests x 4096 tokens' read as all 229 in flight)."""
+    from ..render.text import in_flight_words  # the sentence fit's rate row says (as coverage_lines, below)
+    load = f.speed.load if f is not None and f.speed is not None else None
+    waiting = float(f.details.get("queued_sequences") or 0.0) if f is not None else 0.0
+    if f is None or not load or "in_flight" not in load or waiting < 0.05:
+        return f" x {tokens}"
+    where = " over all replicas" if f.replicas > 1 else ""
+    return (f" running x {tokens} (" + in_flight_words(float(load["in_flight"]) * f.replicas,
+                                                        int(f.details["running_sequences"]), waiting, where) + ")")
 
 
 def _sized_for(est: Estimate | None, in_flight: int) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..estimate.verdict import budget_term
 from ..specs.workload import ENGINE_NAMES
 from ..units import compared_bytes, compared_rates, format_bytes, format_chance, format_limit, format_rate
-from .text import coverage_lines, pool_and_need, room_left, table
+from .text import coverage_lines, in_flight_words, pool_and_need, room_left, table
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
@@ -467,10 +467,10 @@ def speed_rows(s: SpeedEstimate, queued: bool = False) -> list[list[str]]:
         several = int(load.get("replicas", 1)) > 1  # the rate typed, each replica's share and in flight beside it
         # in flight named per replica or in all, and split into running and waiting for admission (probe33 D5:
         # "114.6 in flight" per replica read beside "103 of the 206 sequences" in all)
-        waiting = float(load.get("waiting") or 0.0)
-        split = (f": {s.concurrency} running, {waiting:.1f} waiting for admission" if waiting >= 0.05 else "")
-        at = (f"at {rate:g} requests/s ({load['in_flight']:.1f} in flight" + (
-              f" per replica{split}; {load['request_rate_per_replica']:g}/s per replica)" if several else f"{split})")
+        flight = (in_flight_words(float(load["in_flight"]), s.concurrency, float(load.get("waiting") or 0.0),
+                                  " per replica" if several else "") if rate is not None else "")
+        at = (f"at {rate:g} requests/s ({flight}" + (
+              f"; {load['request_rate_per_replica']:g}/s per replica)" if several else ")")
               if rate is not None else
               f"at {s.concurrency} request" + ("s" if many else "") + (" running" if queued else ""))
         # the wait for admission where the engine admits fewer than could be in flight (eq. Q13)

@@ -165,6 +165,17 @@ def room_left(left: int) -> str:
     return f"{format_bytes(left)} left" if left >= 0 else f"over by {format_bytes(-left)}"
 
 
+def in_flight_words(in_flight: float, running: int, waiting: float, where: str = "") -> str:
+    """The requests in flight at a request rate and their split, the one sentence fit's rate row and plan's summary
+    say (probe33 D5): '114.6 in flight per replica: 103 running, 11.6 waiting for admission'. ``in_flight`` the
+    mean in flight (fit's ``speed.load['in_flight']``, eq. Q10c, with the wait for admission), ``running`` the
+    sequences run at once (eq. R1, ``running_sequences``), ``waiting`` the mean number waiting for admission
+    (lambda W_q, eq. Q12: ``load['waiting']``, ``details['queued_sequences']``), all over the same replicas
+    (``where``: ' per replica', or '' for all); the split is left out where fewer than 0.05 wait (said as 0.0)."""
+    split = f": {running} running, {waiting:.1f} waiting for admission" if waiting >= 0.05 else ""
+    return f"{in_flight:.1f} in flight{where}{split}"
+
+
 def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = None,
                   shortfall: int | None = None, held: int | None = None) -> str:
     """The one wording of what a pool-reserving engine (vLLM, SGLang) takes of a device and what the workload needs of
