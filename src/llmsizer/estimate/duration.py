@@ -582,9 +582,10 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     if w.loss == "liger-flce" and (w.method == "full" or "lm_head" in w.modules_to_save):
         # formulas/liger_kernels.py eq. LG5: the lm_head's weight gradient summed chunk by chunk, per micro-batch
         micro = w.micro_batch * local_tokens(w.seq_len, w.context_parallel)
+        # the weight as the loss reads it (Liger's grad_weight is its zeros_like; Recipe.forward_weight_bytes)
+        rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
         total += flce_weight_grad_bytes(micro, spec.hidden_size, -(-spec.vocab_size // tp), int(c),
-                                        recipe(training_recipe_name(w.precision, w.zero, w.method)).model_bytes
-                                        ) / micro
+                                        rec.forward_weight_bytes(rec.model_bytes)) / micro
     if w.compile and w.sequence_parallel and tp > 1:
         total += _sequence_parallel_copies_per_token(spec, c, tp, w.micro_batch, w.tp_comm_overlap, ckpt,
                                                      float8_gathered_element_bytes(w.float8_recipe)

@@ -122,6 +122,14 @@ class Recipe:
     def autocast(self) -> bool:
         return self.autocast_bytes > 0
 
+    def forward_weight_bytes(self, stored: int) -> int:
+        """Element size of a weight as a layer's forward sees it, for a weight stored at ``stored`` bytes: under
+        FSDP's mixed precision (``fsdp-bf16-mixed``) the unit all-gathered in ``param_dtype`` (FSDP2
+        ``MixedPrecisionPolicy``, FSDP1 ``MixedPrecision``; estimate/training/gather_units.py "Dtypes"), so a tensor
+        made ``zeros_like`` it (Liger's FLCE grad_weight, formulas/liger_kernels.py eqs. LG4/LG5) is half precision;
+        else the stored weight (torch.autocast casts a copy per matmul but leaves the parameter fp32)."""
+        return self.compute_bytes if self.name == "fsdp-bf16-mixed" else stored
+
     def bytes_per_param(self, state_bytes_per_param: float) -> float:
         """Model-state bytes per trained parameter: model + master + grads + main grads + autocast copy + states."""
         return (self.model_bytes + self.master_bytes + self.grad_bytes + self.main_grad_bytes + self.autocast_bytes

@@ -401,7 +401,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             megatron_ce=w.loss == "megatron-ce",
                             fused_linear=liger_kernels.flce_terms(
                                 act.head_tokens, spec.hidden_size, spec.vocab_size, act.compute,
-                                ctx.base_bytes, w.method == "full" or "lm_head" in w.modules_to_save) if w.loss == "liger-flce" else None
+                                ctx.recipe.forward_weight_bytes(ctx.base_bytes),
+                                w.method == "full" or "lm_head" in w.modules_to_save) if w.loss == "liger-flce" else None
                             ) if st.has_head else None
     if head is not None and w.kernels == "liger":  # the final norm is a LigerRMSNorm too (eq. LG1)
         head = replace(head, saved=liger_kernels.layer_terms(spec, act, head.saved))
