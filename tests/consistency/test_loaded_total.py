@@ -204,7 +204,9 @@ jobs:
     assert f"about {sp.ttft_seconds + wait:.2f} s at the peak load ({wait:.2f} s of it waiting" in fired[0].message
     # recommend's ladder walk judges the same fit with the same rule (estimate/format_search.py latency_failures)
     from llmsizer.estimate.format_search import LatencyLimits, latency_failures
-    from llmsizer.units import compared_seconds  # the pair at decimals that keep its order (tests/test_units_compared.py)
+    from llmsizer.units import (
+        compared_seconds,  # the pair at decimals that keep its order (tests/test_units_compared.py)
+    )
     said, bound = compared_seconds(sp.ttft_seconds + wait, limit)
     assert latency_failures(sp, LatencyLimits(max_ttft=limit), wait) == [
         f"TTFT {said} > {bound} ({wait:.2f} s of it waiting in the engine's queue)"]
