@@ -35,7 +35,7 @@ def test_sglang_refuses_tp_1_in_one_line_and_vllm_loads_it(capsys: pytest.Captur
     code, _, err = run(["infer", M, "--device", "h100-sxm", "--tp", "1", "--engine", "sglang", "--weights",
                         "fp8-block"], capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert all(s in err for s in ("tensor_parallel 1", "ffn_gate", "DeepSeek-V2-Lite", "10944 output rows",
+    assert all(s in err for s in ("--tp 1", "ffn_gate", "DeepSeek-V2-Lite", "10944 output rows",
                                   "block_n 128", "eq. TP5", "no degree loads it")), err
     assert answer(["infer", M, "--device", "h100-sxm", "--tp", "1", "--engine", "vllm", "--weights", "fp8-block"],
                   capsys)[0] == 0
@@ -44,7 +44,7 @@ def test_sglang_refuses_tp_1_in_one_line_and_vllm_loads_it(capsys: pytest.Captur
 def test_fit_on_two_devices_never_answers_fits_tp_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["fit", M, "--device", "h100-sxm", "--count", "2", "--engine", "sglang", "--weights",
                           "fp8-block"], capsys)
-    assert code == 2 and "FITS" not in out and err.count("\n") == 1 and "tensor_parallel 1" in err, (out, err)
+    assert code == 2 and "FITS" not in out and err.count("\n") == 1 and "--tp 1" in err, (out, err)
     assert run(["fit", M, "--device", "h100-sxm", "--count", "2", "--engine", "vllm", "--weights", "fp8-block"],
                capsys)[0] == 0
 

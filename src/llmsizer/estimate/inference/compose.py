@@ -564,8 +564,8 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
             raise FieldError("data_parallel", block_refusal, also=("expert_parallel",))
     if w.tensor_parallel == 1:  # vLLM's and SGLang's block checks at TP 1 too (eq. TP5)
         one_refusal = every_degree_refusal(spec, str(w.engine), fmt, group)
-        if one_refusal is not None:
-            raise InputError(one_refusal)
+        if one_refusal is not None:  # the format loads at no degree: the weights' field, each face its own names
+            raise FieldError("weights", one_refusal, also=("tensor_parallel",))
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         groups_refusal = mamba2_layout_refusal(spec, w.tensor_parallel, str(w.engine))
