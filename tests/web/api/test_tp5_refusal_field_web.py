@@ -25,6 +25,7 @@ def test_the_tp5_refusal_blames_tp(client) -> None:
     r = client.post("/api/v1/fit", json={"model": "minimax-m2.7", "device": "h100", "count": 8, "tp": 8})
     assert r.status_code == 400
     p = r.json()
-    assert p["field"] == "tp" and p["also"] == ["pipeline_parallel"]
+    # (epdp: the hint also names expert parallelism and its ranks, --enable-expert-parallel with --dp)
+    assert p["field"] == "tp" and p["also"] == ["pipeline_parallel", "expert_parallel", "data_parallel"]
     line = _cli_line("fit", "minimax-m2.7", "--device", "h100", "--count", "8", "--tp", "8")
     assert p["detail"] == line and line.startswith("--tp 8 splits") and line.endswith("a smaller --tp, or --pp")
