@@ -13,6 +13,18 @@ from web_api_helpers import run_cli
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
+
+@pytest.fixture(scope="module")
+def client():
+    """The API with a longer time limit than the server's 30 s default: these tests compare answers, not the limit
+    (test_web_api_endpoints.py tests the 503); a rate search past capacity takes ~15 s of CPU, near 30 s of wall
+    time on a loaded 2-core machine."""
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+    with TestClient(create_app(time_limit=300.0), raise_server_exceptions=False) as c:
+        yield c
+
 REQUEST = ("version: 1\ntitle: rate\njobs:\n- name: j\n  kind: inference\n  model: {{name: qwen3-0.6b}}\n"
            "  engine: vllm\n  engine_version: 0.19.0\n  resources: {{device: h100-sxm, count: 1}}\n"
            "  traffic:\n    requests_per_second: {{peak: {rate}}}\n"

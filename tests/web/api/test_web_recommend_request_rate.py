@@ -18,6 +18,18 @@ from llmsizer.recommend import recommend_inference
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
+
+@pytest.fixture(scope="module")
+def client():
+    """The API with a longer time limit than the server's 30 s default: these tests compare answers, not the limit
+    (test_web_api_endpoints.py tests the 503); a rate search past capacity takes ~15 s of CPU, near 30 s of wall
+    time on a loaded 2-core machine."""
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+    with TestClient(create_app(time_limit=300.0), raise_server_exceptions=False) as c:
+        yield c
+
 H = API_SERVER_SECONDS["vllm"]
 ARGV = ("recommend qwen3-0.6b --context 640 --output-tokens 128 --provider aws --engine vllm "
         "--request-rate 100").split()
