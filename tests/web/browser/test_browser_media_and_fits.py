@@ -27,7 +27,8 @@ def test_images_on_a_vision_model_are_the_cli_media_tokens_and_totals(page: Page
     model.press_sequentially(VL)
     page.wait_for_selector("#media:not([hidden])")
     assert page.evaluate(LABELS) == []  # the image and video inputs are labelled, and reached with Tab in order
-    page.locator("#pipeline_parallel").focus()  # the serving fieldset's last control (--pp, after --tp beside the Device)
+    # the serving fieldset's last control (--enable-expert-parallel, after --tp / --pp / --dp beside the Device)
+    page.locator("#expert_parallel").focus()
     tabbed = []
     for _ in range(5):
         page.keyboard.press("Tab")
