@@ -83,3 +83,54 @@ def test_vllm_keeps_dense_and_shared_on_the_rank() -> None:
                 if p.startswith("lm_head") or (".mlp." in p and ".mlp.experts." not in p
                                                and not p.endswith("mlp.gate.weight")))
     assert vl - sg == pytest.approx(moved * 2 * (1 / tp - 1 / (tp * dp)), rel=1e-4)
+
+
+# --- speed: the rank's reads and SGLang's exchange (eq. EP4s) ---
+
+def _speed(engine: str, tp: int, dp: int, link: float | None, name: str = "deepseek-v3") -> object:
+    from llmsizer.estimate.speed import estimate_speed
+    from llmsizer.models import load_model
+    return estimate_speed(load_model(name), "h100-sxm", 1, tensor_parallel=tp, weights_format="fp8-block",
+                          concurrency=8, engine=engine, link_bandwidth=link, data_parallel=dp, expert_parallel=True)
+
+
+def test_sglang_step_reads_the_whole_groups_share_of_ffn_and_head() -> None:
+    # TP 1 x DP 8: vLLM's device reads all of the dense MLPs, shared experts and lm_head, SGLang's 1 / 8 of them
+    # (deepseek_v2.py :2665-2673, :871-896, :3291-3296); the attention and the routed experts read alike
+    from llmsizer.formulas.weight_formats import weight_bytes
+    from llmsizer.models import load_model
+    spec = load_model("deepseek-v3")
+    comps = weight_bytes(spec, "fp8-block").by_component
+    moved = comps["mlp"] + comps["shared_experts"] + comps["lm_head"]
+    vl, sg = _speed("vllm", 1, 8, None), _speed("sglang", 1, 8, None)
+    read = "weight_bytes_per_decode_step"
+    assert vl.details[read] - sg.details[read] == pytest.approx(moved * 7 / 8, rel=1e-3)  # type: ignore[attr-defined]
+
+
+def test_sglang_exchange_is_a_ring_gather_and_reduce_scatter_a_layer() -> None:
+    # dp_attention.py :716-757 all_gather_into_tensor over the TP group before each FFN, :1120-1174 reduce_scatter
+    # after it; logits_processor.py :1216-1241 and :1024-1037 the lm_head's hidden-state gather and logits all-gather.
+    # A ring all-gather of the 8 ranks' b rows each over N = 8 devices: each device receives (N - 1) b rows.
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.device import nvlink_link_bandwidth
+    from llmsizer.models import load_model
+    spec = load_model("deepseek-v3")
+    link = nvlink_link_bandwidth(builtin_catalog().devices["h100-sxm"], 450e9)[0]
+    plain, timed = _speed("sglang", 1, 8, None), _speed("sglang", 1, 8, 450e9)
+    assert any("token exchange" in w and "not counted" in w for w in plain.warnings)  # type: ignore[attr-defined]
+    b, h, v, a, layers = 8, spec.hidden_size, spec.vocab_size, 2, spec.num_layers
+    hidden = 7 * b * h * a / link  # one all-gather (or reduce-scatter) of every rank's b hidden states
+    want = (2 * layers + 1) * hidden + 7 * b * v * a / link
+    assert timed.decode.seconds - plain.decode.seconds == pytest.approx(want, rel=1e-9)  # type: ignore[attr-defined]
+    assert timed.details["expert_exchange_seconds_per_decode_step"] == pytest.approx(want, rel=1e-9)  # type: ignore[attr-defined]
+
+
+def test_sglang_attention_tp_all_reduces_one_a_layer() -> None:
+    # under attention DP the FFN's sum is in the reduce-scatter over all N devices: only attention's output is summed
+    # over the rank's attention-TP group (its reduce-scatter + all-gather, dp_attention.py :735-757, :1166-1174)
+    from llmsizer.models import load_model
+    layers = load_model("deepseek-v3").num_layers
+    vl, sg = _speed("vllm", 2, 4, 450e9), _speed("sglang", 2, 4, 450e9)
+    ar = {x.name: str(x.value) for x in vl.assumptions}["tp_allreduce"]  # type: ignore[attr-defined]
+    ar_sg = {x.name: str(x.value) for x in sg.assumptions}["tp_allreduce"]  # type: ignore[attr-defined]
+    assert ar.startswith(f"{2 * layers + 1} x") and ar_sg.startswith(f"{layers + 1} x")
