@@ -134,3 +134,26 @@ def test_sglang_attention_tp_all_reduces_one_a_layer() -> None:
     ar = {x.name: str(x.value) for x in vl.assumptions}["tp_allreduce"]  # type: ignore[attr-defined]
     ar_sg = {x.name: str(x.value) for x in sg.assumptions}["tp_allreduce"]  # type: ignore[attr-defined]
     assert ar.startswith(f"{2 * layers + 1} x") and ar_sg.startswith(f"{layers + 1} x")
+
+
+def test_sglang_dp_refuses_a_shared_expert_of_partial_fp8_blocks() -> None:
+    # SGLang 0.5.23 Fp8LinearMethod.validate_block_quant_shapes (srt/layers/quantization/fp8.py:570-610) checks every
+    # partition of a merged column-parallel layer against block_n: the shared experts' gate_up split over the whole TP
+    # group of N = D x T (deepseek_v2.py :871-896) must hold whole 128-row blocks. GLM-4.5 (config.json
+    # moe_intermediate_size 1536 x n_shared_experts 1): 1536 / 8 = 192 -> refused at N = 8, 384 at N = 4 loads;
+    # DeepSeek-V3 (2048 x 1, dense 18432): 256 and 2304 at N = 8 load.
+    from llmsizer.errors import InputError
+    cfg = entries()["glm-4.5"].config
+    shared = cfg["moe_intermediate_size"] * cfg["n_shared_experts"]
+    assert (shared // 8) % 128 and not (shared // 4) % 128
+    for tp, dp in ((1, 8), (2, 4)):
+        with pytest.raises(InputError, match="all 8 devices of its TP group"):
+            estimate_inference("glm-4.5", engine="sglang", weights="fp8-block", tensor_parallel=tp, data_parallel=dp,
+                               expert_parallel=True, device="h100-sxm")
+    estimate_inference("glm-4.5", engine="sglang", weights="fp8-block", tensor_parallel=1, data_parallel=4,
+                       expert_parallel=True, device="h100-sxm")
+    estimate_inference("deepseek-v3", engine="sglang", tensor_parallel=1, data_parallel=8, expert_parallel=True,
+                       device="h100-sxm")
+    # vLLM keeps them over T = 1: no such split, loads
+    estimate_inference("glm-4.5", engine="vllm", weights="fp8-block", tensor_parallel=1, data_parallel=8,
+                       expert_parallel=True, device="h100-sxm")

@@ -175,7 +175,7 @@ def exchange_seconds(tokens: int, hidden: int, experts: int, act_bytes: float, d
 # SGLang's components split over the whole TP group of D x T devices under attention DP (eq. EP1s); every other one
 # as its attention-TP group of T splits it (or the routed experts' eqs. EP1-EP2)
 SGLANG_FULL_GROUP_COMPONENTS: tuple[str, ...] = ("mlp", "shared_experts", "lm_head")
-SGLANG_LAYER_COMPONENTS: tuple[str, ...] = ("mlp", "shared_experts")  # of those, the ones inside the decoder layers
+SGLANG_LAYER_COMPONENTS: frozenset[str] = frozenset({"mlp", "shared_experts"})  # of those, inside the decoder layers
 
 
 def full_group_weights(wb: WeightBytes, wb_group: WeightBytes, dp: int, tp: int) -> WeightBytes:

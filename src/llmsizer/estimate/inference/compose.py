@@ -17,6 +17,7 @@ from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dty
 from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
 from ...formulas.params import count_params
 from ...formulas.serving_expert_parallel import (
+    SGLANG_LAYER_COMPONENTS,
     expert_split_weights,
     full_group_weights,
     moe_split,
@@ -609,6 +610,13 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
                "; attention, dense and shared-expert weights on every rank (formulas/serving_expert_parallel.py "
                "eqs. EP1-EP2)") + "; the all-to-all buffers are not modelled")
     if w.engine == "sglang" and w.data_parallel > 1:  # the FFN and lm_head over the whole TP group (eq. EP1s)
+        group_tp = w.data_parallel * w.tensor_parallel
+        ffn_refusal = quant_block_refusal(spec, group_tp, str(w.engine), fmt, group, expert_tp,
+                                          components=SGLANG_LAYER_COMPONENTS) if fmt in QUANT_SHARD_FORMATS else None
+        if ffn_refusal is not None:
+            raise FieldError("data_parallel", f"SGLang's attention DP splits the dense MLPs and shared experts over "
+                             f"all {group_tp} devices of its TP group (formulas/serving_expert_parallel.py eq. EP1s): "
+                             + ffn_refusal, also=("tensor_parallel",))
         whole = resident_file_weights(spec, weight_bytes(served, fmt, group, act_bytes, fused, str(w.engine),
                                                          capability), str(w.engine))[0]
         wb = full_group_weights(wb, shard_weights(served, whole, w.data_parallel * w.tensor_parallel, act_bytes,
