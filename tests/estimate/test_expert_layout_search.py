@@ -98,7 +98,8 @@ def test_flags_words() -> None:
         "--tensor-parallel-size 2 --data-parallel-size 4 --enable-expert-parallel"
     assert serving_layout_text(2, 1, 4, True) == "TP 2 x DP 4 (EP 8)"
     assert serving_layout_text(4, 2) == "TP 4 x PP 2"
-    # SGLang 0.5.23 arg_groups/fields/parallel.py:73-90, 192-194, 281-288: tp over all ranks, attention DP, EP size
+    # SGLang 0.5.23 arg_groups/fields/parallel.py:45-51 (--tp-size), :81-90 (--attn-dp-size, "data-parallel attention
+    # groups inside the TP group"), :281-288 (--ep-size): tp over all ranks, attention DP, EP size
     assert serving_engine_flags("sglang", 2, 1, 4, True) == "--tp-size 8 --attn-dp-size 4 --ep-size 8"
 
 
@@ -112,3 +113,24 @@ def test_recommend_takes_the_same_layout(minimax) -> None:
     assert d["layout_flags"] == f"--tp {t} --dp {dp} --enable-expert-parallel"  # fit's own flags, copied, re-size it
     assert d["serving_flags"] == f"--tensor-parallel-size {t} --data-parallel-size {dp} --enable-expert-parallel"
     assert d["layout"] == f"TP {t} x DP {dp} (EP {t * dp})"
+
+
+def test_sglang_search_offers_its_own_dp_attention_layout() -> None:
+    """SGLang 0.5.23 refuses MiniMax's TP 8 as vLLM does (srt/layers/quantization/fp8.py:1579-1601, the experts'
+    192-wide shard of 128 x 128 blocks); its search now tries attention DP with expert parallelism, sized by SGLang's
+    own split (eq. EP1s), and takes the layout with the most tokens/s of those fit answers, named by SGLang's flags."""
+    r = fit("minimax-m2.7", H100, 8, engine="sglang")
+    assert r.fits and r.data_parallel > 1 and r.expert_parallel
+    rates = {}
+    for dp in (2, 4, 8):
+        for tp in (1, 2, 4):
+            if tp * dp > 8 or 8 % (tp * dp):
+                continue
+            f = fit("minimax-m2.7", H100, 8, engine="sglang", tensor_parallel=tp, data_parallel=dp,
+                    expert_parallel=True)
+            if f.fits:
+                rates[(tp, dp)] = f.tokens_per_second_total
+    assert rates[(r.tensor_parallel, r.data_parallel)] == pytest.approx(r.tokens_per_second_total, rel=1e-9)
+    assert r.tokens_per_second_total >= max(rates.values()) * (1 - 1e-9)
+    t, d = r.tensor_parallel, r.data_parallel
+    assert r.to_dict()["engine_flags"] == f"--tp-size {t * d} --attn-dp-size {d} --ep-size {t * d}"

@@ -269,7 +269,8 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--dp", "--data-parallel", type=int_arg(COUNT), dest="data_parallel",
                    help="vLLM, SGLang: data-parallel engine ranks per replica (vLLM --data-parallel-size, SGLang "
                         "--attn-dp-size), each of --tp devices running its own share of the sequences; an MoE's "
-                        "routed experts are split over all of them (default 1)")
+                        "routed experts are split over all of them, and on SGLang the dense MLPs, shared experts "
+                        "and lm_head too (default 1)")
     g.add_argument("--enable-expert-parallel", action="store_true", default=None, dest="expert_parallel",
                    help="vLLM --enable-expert-parallel (SGLang --ep-size dp x tp): an MoE's routed experts whole "
                         "on each device, split over --dp x --tp devices, instead of each expert tensor-parallel "

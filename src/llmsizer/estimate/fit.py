@@ -46,6 +46,7 @@ from ..specs.training import (
     tensor_split_refusal,
 )
 from ..specs.workload import (
+    DATA_PARALLEL_ENGINES,
     DEFAULT_ATTENTION,
     ENGINE_SETTINGS,
     INFERENCE_NUMBERS,
@@ -331,11 +332,13 @@ def expert_options(spec: ModelSpec, layout: ServingLayout, count: int, per_node:
     """The data-parallel degrees D > 1 a search tries with expert parallelism (`fit --dp D --enable-expert-parallel`,
     fit choosing each rank's tensor-parallel degree T among those of count / D; the experts split over D x T ranks,
     formulas/serving_expert_parallel.py eq. EP1) on ``count`` devices laid out as ``layout``: vLLM (its
-    --data-parallel-size / --enable-expert-parallel, the layout MiniMax's and DeepSeek's vLLM recipes give), a
-    model with routed experts, a layout that shards (not devices apart, not a llama.cpp split), D dividing the count
-    and within one machine of ``per_node`` (eq. EP4's exchange is timed over the machine's link). Empty where none
-    applies."""
-    if layout.engine != "vllm" or not spec.is_moe or layout.apart or layout.split or one_device_serving(spec):
+    --data-parallel-size / --enable-expert-parallel, the layout MiniMax's and DeepSeek's vLLM recipes give) or
+    SGLang (--tp-size D x T --attn-dp-size D --ep-size D x T, sized and timed by its own split and exchange, eqs.
+    EP1s, EP4s), a model with routed experts, a layout that shards (not devices apart, not a llama.cpp split), D
+    dividing the count and within one machine of ``per_node`` (eqs. EP4 / EP4s time the exchange over the machine's
+    link). Empty where none applies."""
+    if layout.engine not in DATA_PARALLEL_ENGINES or not spec.is_moe or layout.apart or layout.split \
+            or one_device_serving(spec):
         return []
     return [d for d in range(2, min(count, per_node) + 1) if count % d == 0]
 
@@ -2697,8 +2700,9 @@ def serving_layout_text(tp: int, pp: int = 1, dp: int = 1, ep: bool = False) -> 
 def serving_engine_flags(engine: str, tp: int, pp: int = 1, dp: int = 1, ep: bool = False) -> str:
     """The engine's own flags that start one replica of this layout: vLLM 0.19.1 engine/arg_utils.py:836,849,874,925
     (``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--data-parallel-size``,
-    ``--enable-expert-parallel``); SGLang 0.5.23 arg_groups/fields/parallel.py:73-90, 192-194, 281-288 (``--tp-size``
-    over all of a replica's ranks, ``--attn-dp-size`` splitting its attention, ``--ep-size``)."""
+    ``--enable-expert-parallel``); SGLang 0.5.23 arg_groups/fields/parallel.py:45-51, 81-90, 281-288 (``--tp-size``
+    over all of a replica's ranks, ``--attn-dp-size`` splitting its attention, ``--ep-size``; :192-194 and
+    arg_groups/parallel_hook.py:39-62: the deprecated ``--dp-size D --enable-dp-attention`` resolves to it)."""
     if engine == "sglang":
         return (f"--tp-size {tp * dp}" + (f" --pp-size {pp}" if pp > 1 else "")
                 + (f" --attn-dp-size {dp}" if dp > 1 else "") + (f" --ep-size {tp * dp}" if ep else ""))

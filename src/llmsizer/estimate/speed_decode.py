@@ -238,17 +238,20 @@ def decode_weight_bytes(s: SpeedSetup, lay: Layout, batch: int) -> float:
     """The weight bytes one device reads in a decode step of ``batch`` sequences, before its shard: an MoE's
     experts of b routings (eq. 5), one routing for identical sequences except in llama.cpp's batched step (eq. 11),
     times the data-parallel ranks whose tokens its experts run (``lay.routing_ranks``, formulas/
-    serving_expert_parallel.py eq. EP4); under a plan (eq. TP1) the rank's shards, its routed experts' share read."""
+    serving_expert_parallel.py eq. EP4); under a plan (eq. TP1) the rank's shards, its routed experts' share read;
+    less ``lay.read_less`` (SGLang's attention DP, eq. EP1s) where no plan gives them."""
     spec = s.spec
     w = float(s.read_bytes)
     if spec.moe is not None and s.expert_bytes:
         frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts,
                                    decode_routings(s, batch) * lay.routing_ranks)
-        w = s.read_bytes - s.expert_bytes + s.expert_bytes * lay.expert_scale * frac
+        w = s.read_bytes - lay.read_less - s.expert_bytes + s.expert_bytes * lay.expert_scale * frac
         if lay.rank is not None:  # the rank's shards (eq. TP1), its routed experts' share read
             w = lay.rank_read - lay.rank_experts + lay.rank_experts * frac
     elif lay.rank is not None:
         w = lay.rank_read
+    else:
+        w -= lay.read_less
     return w
 
 

@@ -18,9 +18,12 @@ from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.model_parallel_time import serving_pipeline_step
 from ..formulas.network import NCCL_TUNING_SOURCE, ring_bus_bandwidth
 from ..formulas.serving_expert_parallel import (
+    SGLANG_FULL_GROUP_COMPONENTS,
+    dp_attention_exchange_seconds,
     exchange_seconds,
     expert_share,
     expert_split_weights,
+    full_group_weights,
     local_experts,
     moe_split,
 )
@@ -520,6 +523,65 @@ def data_parallel_shares(s: SpeedSetup, lay: Layout, wb_dev: WeightBytes, dp: in
                    rank_experts=held if lay.rank is not None else lay.rank_experts)
 
 
+def sglang_dp_shares(s: SpeedSetup, lay: Layout, wb_dev: WeightBytes, dp: int,
+                     assumptions: list[Assumption]) -> tuple[Layout, WeightBytes]:
+    """``lay`` and ``wb_dev``, one device of SGLang's attention-DP rank of ``lay.tp`` devices among ``dp``: its dense
+    MLP, shared-expert and lm_head bytes those of the whole TP group of dp x tp devices (formulas/
+    serving_expert_parallel.py eq. EP1s, the same ``full_group_weights`` the memory estimate holds them by), so a
+    decode step reads that much less; its attention-TP all-reduces one a layer (attention's), the FFN's sum being in
+    eq. EP4s's reduce-scatter. The FLOPs are unchanged: dp x b tokens through 1 / (dp x tp) of those weights."""
+    group = shard_weights(s.spec, s.wb, dp * lay.tp, s.act_bytes, s.engine, s.group_size,
+                          serving_fused_experts(s.spec, s.engine, s.bytes_fmt), s.other_bytes, s.capability)
+    split = full_group_weights(wb_dev, group, dp, lay.tp)
+    less = float(sum(b - split.by_component.get(c, 0) for c, b in wb_dev.by_component.items()
+                     if c in SGLANG_FULL_GROUP_COMPONENTS and c not in s.unread))
+    assumptions.append(Assumption(
+        "dp_attention_split", f"FFN and lm_head over {dp * lay.tp} devices", True,
+        f"SGLang --attn-dp-size {dp}: attention and the embedding tensor-parallel over each rank's {lay.tp} "
+        f"device(s), the dense MLPs, shared experts and lm_head over all {dp * lay.tp} ({less / 2**20:.1f} MiB a "
+        "device reads less a step than over its rank's; formulas/serving_expert_parallel.py eq. EP1s)"))
+    comm = lay.comm
+    if comm.tp > 1 and comm.plan_comm is None:
+        comm = replace(comm, reductions=s.spec.num_layers + (1 if comm.ar_path is not None else 0))
+    if lay.rank is not None:
+        return replace(lay, rank_read=lay.rank_read - less, comm=comm), split
+    return replace(lay, read_less=less / lay.shard if lay.shard else less, comm=comm), split
+
+
+def dp_attention_exchanged(s: SpeedSetup, comm: Collectives, dp: int, tp: int, prefill: PhaseTime | None,
+                           decode: PhaseTime | None, single: PhaseTime | None, concurrency: int,
+                           assumptions: list[Assumption],
+                           warnings: list[str]) -> tuple[PhaseTime | None, PhaseTime | None, PhaseTime | None, float]:
+    """``expert_exchanged`` for SGLang's attention DP (formulas/serving_expert_parallel.py eq. EP4s): every decoder
+    layer's FFN all-gathers the ``dp`` ranks' hidden states over the dp x ``tp`` devices and reduce-scatters its
+    outputs, the lm_head gathers them and all-gathers its logits once, over the device link ``comm.link`` (the
+    devices in one machine, as eq. EP4's); the decode step's exchange [s]. No link known: not counted, said."""
+    spec = s.spec
+    link = comm.intra_link or comm.link
+    group = dp * tp
+    if link is None:
+        warnings.append(f"no interconnect bandwidth for the {dp} attention data-parallel ranks: SGLang's token "
+                        "exchange (each layer's gather and reduce-scatter) is not counted")
+        return prefill, decode, single, 0.0
+
+    def x(tokens: int) -> float:
+        return dp_attention_exchange_seconds(tokens, spec.hidden_size, spec.vocab_size, spec.num_layers, s.act_bytes,
+                                             dp, group, group, link, link)
+
+    def over(p: PhaseTime | None, tokens: int) -> PhaseTime | None:
+        return None if p is None else replace(p, seconds=p.seconds + x(tokens), comm_seconds=p.comm_seconds + x(tokens))
+
+    step = x(concurrency)
+    assumptions.append(Assumption(
+        "expert_exchange", f"{step * 1e3:.3f} ms a decode step", True,
+        f"{spec.num_layers} layers x (the all-gather of the {dp} ranks' {concurrency} tokens' hidden states before the "
+        f"FFN, the reduce-scatter of its outputs) and the lm_head's gather of its {spec.vocab_size} logits, over "
+        f"{group} devices at {link / 1e9:.0f} GB/s per device (SGLang's default --moe-a2a-backend none under "
+        "attention DP; formulas/serving_expert_parallel.py eq. EP4s with formulas/expert_parallel_time.py eq. E3), "
+        "not overlapped with compute"))
+    return over(prefill, s.prompt_tokens), over(decode, concurrency), over(single, 1), step
+
+
 def expert_exchanged(s: SpeedSetup, comm: Collectives, dp: int, prefill: PhaseTime | None, decode: PhaseTime | None,
                      single: PhaseTime | None, concurrency: int, assumptions: list[Assumption],
                      warnings: list[str]) -> tuple[PhaseTime | None, PhaseTime | None, PhaseTime | None, float]:
@@ -584,8 +646,12 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     comm = layout_collectives(s, count, tp, concurrency, link_bandwidth, nvlink_mesh, warnings, network)
     lay = layout_shares(s, wb_dev, tp, concurrency, comm, assumptions)
     exchange = data_parallel > 1 and spec.moe is not None and bool(s.expert_bytes)
+    dp_attention = data_parallel > 1 and s.engine == "sglang"  # SGLang's split and exchange (eqs. EP1s, EP4s)
     if exchange:
         lay = data_parallel_shares(s, lay, wb_dev, data_parallel, expert_parallel, assumptions)
+    if dp_attention:
+        lay, wb_dev = sglang_dp_shares(s, lay, wb_dev, data_parallel, assumptions)
+        comm = lay.comm
     if not decode_only:
         ar = tp_allreduce_assumption(s, comm, link_bandwidth)
         if ar is not None:
@@ -637,7 +703,10 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
     single, _ = decode_step(s, lay, 1, unfused, unfused_peak) if concurrency > 1 and decode is not None and \
         not decode_only else (decode, roof_d)
     step_exchange = 0.0
-    if exchange:
+    if dp_attention:
+        prefill, decode, single, step_exchange = dp_attention_exchanged(s, comm, data_parallel, tp, prefill, decode,
+                                                                        single, concurrency, assumptions, warnings)
+    elif exchange:
         prefill, decode, single, step_exchange = expert_exchanged(s, comm, data_parallel, prefill, decode, single,
                                                                   concurrency, assumptions, warnings)
     if decode_only:  # the same decode as the full answer's, nothing else
@@ -658,7 +727,7 @@ def layout_speed(s: SpeedSetup, count: int, tensor_parallel: int | None, concurr
                "weight_bytes_per_decode_step": weights_read.get(concurrency),
                "prefill_flops_per_device": rank_flops(lay, p_flops, p_attn, lay.rank_head, prompt_tokens,
                                                       s.encoder_flops)}
-    if exchange:
+    if exchange or dp_attention:
         details.update(data_parallel=data_parallel, expert_parallel=expert_parallel,
                        expert_exchange_seconds_per_decode_step=step_exchange,
                        expert_bytes_per_device=lay.rank_experts if lay.rank is not None

@@ -155,3 +155,7 @@ class Layout:
     # the routed experts' bytes a device holds against the layout's own 1 / tp of them (eqs. EP1-EP2 x tp; 1: no
     # data parallelism), read where no plan gives the rank's shards (tp 1)
     expert_scale: float = 1.0
+    # the weight bytes a device holds, and so does not read, below its attention-TP group's share where SGLang's
+    # attention DP splits the dense MLPs, shared experts and lm_head over the whole TP group (formulas/
+    # serving_expert_parallel.py eq. EP1s), read where no plan gives the rank's shards (tp 1)
+    read_less: float = 0.0

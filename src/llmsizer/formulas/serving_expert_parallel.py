@@ -3,9 +3,10 @@
 Units: counts [devices, experts, sequences], bytes [B].
 
 The layout (vLLM ``--tensor-parallel-size T --data-parallel-size D --enable-expert-parallel``; SGLang
-``--tp-size D*T --dp-size D --enable-dp-attention --ep-size D*T``): D engine ranks, each of T devices, run their own
-batches through attention (and the dense / shared-expert layers) tensor-parallel over T; the routed experts of every
-MoE layer are split over all D x T devices.
+``--tp-size D*T --attn-dp-size D --ep-size D*T``, the 0.5.23 spelling of the deprecated ``--dp-size D
+--enable-dp-attention``): D engine ranks, each of T devices, run their own batches through attention; the routed
+experts of every MoE layer are split over all D x T devices. vLLM runs the dense and shared-expert layers
+tensor-parallel over T (eqs. EP1-EP4); SGLang runs them over all D x T devices (eqs. EP1s, EP4s).
 
 Eq. EP1 (the routed experts' split). vllm 0.19.1 (PyPI wheel, sha256 71a87f46...),
 vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make`` :1004-1131: the MoE layer flattens its
@@ -45,8 +46,47 @@ attention-DP ranks run in lockstep (vLLM pads an idle rank's step with a dummy b
 rank's. Each device then runs its experts over the D ranks' tokens: D b routings touch its ceil(E / ep) experts
 (eq. EP2), the expert bytes it reads (formulas/speed.py eq. 5 over the gathered routings).
 
-Not modelled: the exchange's buffers (DeepEP / pplx all2all backends' workspaces), the DeepEP kernels' own exchange
-(``--all2all-backend deepep_*``), and expert-parallel load balancing's redundant experts (EPLB).
+Eq. EP1s (SGLang's split). SGLang 0.5.23 (PyPI wheel, sha256 00b3cd5b...) with attention DP keeps one TP group of
+N = D x T devices (arg_groups/fields/parallel.py :81-90, ``--attn-dp-size``: "data-parallel attention groups inside
+the TP group ... while the FFN stays tensor parallel"; layers/dp_attention.py :445-460, attn_tp = N / D). Per device,
+at its defaults (``--moe-dense-tp-size`` None, ``--moe-a2a-backend none``, fields/exec_.py :836-869;
+``--enable-dp-lm-head`` off, fields/parallel.py :199-205):
+
+- attention over the attention-TP group of T (models/deepseek_v2.py :2084-2161, qwen2_moe.py :940-949
+  ``parallel_group="attn_tp"``), and the input embedding too (layers/vocab_parallel_embedding.py :166-185
+  ``get_embedding_tp_kwargs``: ``use_attn_tp_group`` under DP attention; qwen2_moe.py :1115-1121);
+- the dense MLPs over all N (deepseek_v2.py :2665-2673: ``parallel_group="tp"`` unless moe_dense_tp_size == 1,
+  layers/layer_boundary/layout.py :83-84; qwen2_moe.py :180 the same default), the shared experts over all N
+  (deepseek_v2.py :871-896: "tp" unless an all-to-all backend replicates them), the lm_head over all N
+  (deepseek_v2.py :3291-3296, ``use_attn_tp_group=enable_dp_lm_head``; vocab_parallel_embedding.py :257-263);
+- the routed experts as eqs. EP1-EP2 with ep = N (fused_moe_triton/layer.py :414-416: E // ep_size each).
+
+    W_dev = W_attn / T + W_emb / T + (W_mlp + W_shared + W_head) / N + W_experts x ceil(E / ep) / E + W_whole  (EP1s)
+
+(vLLM: the same with T in place of N for the dense, shared and lm_head weights.) SGLang's fused shared expert
+(DeepSeek-V3/R1) is off under expert parallelism on NVIDIA GPUs (deepseek_v2.py :3383-3389); without it, it is one
+more expert split N ways like the rest, the same bytes.
+
+Eq. EP4s (SGLang's exchange). With ``--moe-a2a-backend none`` every decoder layer, dense or MoE, runs its FFN over
+the D ranks' gathered tokens: the hidden states are gathered over the N devices before it (layers/dp_attention.py
+:987-1044 ``_dp_gather``: ``all_gather_into_tensor`` over the TP group, :716-757, after an attention-TP
+reduce-scatter that completes attention's sum when T > 1; or an all-reduce of a zero-padded buffer in SUM_LEN mode),
+the router runs on each device after the gather (no logits are exchanged), and the outputs are reduce-scattered back
+over the N devices (:1120-1174 ``dp_reduce_scatter_tensor``, then an attention-TP all-gather when T > 1). Per device
+and direction a ring all-gather (reduce-scatter) of the D ranks' T_r tokens each moves (N - 1) / N x D T_r h a; so
+each layer, and the lm_head once a step (layers/logits_processor.py :1216-1241 gathers the hidden states over the
+ranks, :1024-1037 all-gathers the vocabulary-parallel logits over the N devices, then scatters them back)::
+
+    t_xs = (2 L + 1) t_E3((N - 1)/N D T_r h a) + t_E3((N - 1)/N D T_r V a)                                 (EP4s)
+
+The attention-TP pieces (T > 1) together move one all-reduce's bytes over T: one all-reduce per layer over the
+attention-TP group (attention's), not vLLM's two (the FFN's sum is in the reduce-scatter over N). The dense FLOPs a
+device runs are unchanged: D T_r tokens through 1 / N of the weights, T_r through 1 / T.
+
+Not modelled: the exchange's buffers (DeepEP / pplx all2all backends' workspaces; SGLang's gathered DP buffer), the
+DeepEP kernels' own exchange (vLLM ``--all2all-backend deepep_*``, SGLang ``--moe-a2a-backend deepep``, which also
+replicates SGLang's shared experts), SGLang's ``--moe-dense-tp-size 1`` / ``--enable-dp-lm-head``, its fused shared
+expert under EP on AMD MI30x, and expert-parallel load balancing's redundant experts (EPLB).
 """
 
 from __future__ import annotations
@@ -130,3 +170,62 @@ def exchange_seconds(tokens: int, hidden: int, experts: int, act_bytes: float, d
     sent = (dp - 1) * float(tokens) * act_bytes
     return (all_to_all_seconds(sent * (hidden + experts), dp, in_machine, intra_bandwidth, device_network_bandwidth)
             + all_to_all_seconds(sent * hidden, dp, in_machine, intra_bandwidth, device_network_bandwidth))
+
+
+# SGLang's components split over the whole TP group of D x T devices under attention DP (eq. EP1s); every other one
+# as its attention-TP group of T splits it (or the routed experts' eqs. EP1-EP2)
+SGLANG_FULL_GROUP_COMPONENTS: tuple[str, ...] = ("mlp", "shared_experts", "lm_head")
+SGLANG_LAYER_COMPONENTS: frozenset[str] = frozenset({"mlp", "shared_experts"})  # of those, inside the decoder layers
+
+
+def full_group_weights(wb: WeightBytes, wb_group: WeightBytes, dp: int, tp: int) -> WeightBytes:
+    """Eq. EP1s: ``wb``, one device's weights under its attention-TP group of ``tp`` (``shard_weights`` at tp, the
+    routed experts by ``expert_split_weights``), with SGLang's dense MLP, shared-expert and lm_head bytes those of
+    ``wb_group`` (``shard_weights`` at dp x tp: the whole TP group). The layers' difference is spread over them in
+    proportion to their bytes, the storage labels' likewise (a ``WeightBytes`` keeps no per-layer component split)."""
+    if dp < 2:
+        return wb
+    comps = dict(wb.by_component)
+    delta = layer_delta = 0
+    for c in SGLANG_FULL_GROUP_COMPONENTS:
+        if c in comps:
+            d = wb_group.by_component.get(c, 0) - comps[c]
+            comps[c] += d
+            delta += d
+            layer_delta += d if c in SGLANG_LAYER_COMPONENTS else 0
+    if not delta:
+        return wb
+
+    def spread(values: list[int], by: int) -> list[int]:
+        total = sum(values)
+        return [int(v + by * v / total) if total else v for v in values]
+
+    storage = dict(zip(wb.by_storage, spread(list(wb.by_storage.values()), delta), strict=True))
+    return replace(wb, total=wb.total + delta, by_component=comps, by_storage=storage,
+                   layer_bytes=tuple(spread(list(wb.layer_bytes), layer_delta)),
+                   notes=wb.notes + (f"dense MLP, shared-expert and lm_head weights tensor-parallel over all {dp * tp} "
+                                     f"devices, attention and embedding over {tp} (SGLang attention DP, eq. EP1s)",))
+
+
+def dp_attention_exchange_seconds(tokens: int, hidden: int, vocab: int, layers: int, act_bytes: float, dp: int,
+                                  group: int, in_machine: int, intra_bandwidth: float,
+                                  device_network_bandwidth: float) -> float:
+    """Eq. EP4s: SGLang's token exchange of a forward under attention DP over ``dp`` ranks of ``tokens`` tokens each,
+    the TP group ``group`` = dp x tp devices (``in_machine`` of them in one machine): each of ``layers`` decoder layers
+    all-gathers the ranks' hidden states (``hidden`` values of ``act_bytes`` a token) before its FFN and
+    reduce-scatters the outputs after it, and the lm_head gathers the hidden states and all-gathers its ``vocab``
+    logits once [s]; each moves (group - 1) / group of the gathered tokens' bytes per device, timed by
+    formulas/expert_parallel_time.py eq. (E3).
+
+    >>> dp_attention_exchange_seconds(8, 1000, 0, 1, 2, 8, 8, 8, 1e9, 1e8)   # 3 x 7 peers x 16 kB over 1 GB/s
+    0.000336
+    >>> dp_attention_exchange_seconds(8, 1000, 1000, 1, 2, 1, 1, 1, 1e9, 1e8)
+    0.0
+    """
+    if tokens < 0 or hidden < 1 or vocab < 0 or layers < 0 or act_bytes <= 0 or dp < 1 or group < dp:
+        raise ValueError("tokens, vocab and layers must not be negative; hidden size, bytes and dp positive; the group "
+                         "at least dp")
+    gathered = (group - 1) / group * dp * float(tokens) * act_bytes
+    return ((2 * layers + 1) * all_to_all_seconds(gathered * hidden, group, in_machine, intra_bandwidth,
+                                                  device_network_bandwidth)
+            + all_to_all_seconds(gathered * vocab, group, in_machine, intra_bandwidth, device_network_bandwidth))

@@ -185,7 +185,8 @@ def shard_group_size(spec: ModelSpec, weights: str | None, group_size: int | Non
 
 
 def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights: str = "fp8-block",
-                        group_size: int | None = None, expert_tp: int | None = None) -> str | None:
+                        group_size: int | None = None, expert_tp: int | None = None,
+                        components: frozenset[str] | None = None) -> str | None:
     """Why vLLM or SGLang will not load ``spec``'s ``weights`` sharded ``tp`` ways, or None (eq. TP5): each shard holds
     whole quantization blocks (fp8-block) or whole groups (gptq/awq, compressed-tensors pack-quantized groups).
 
@@ -252,7 +253,10 @@ def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights:
     layer's scales whole on each rank (marlin_utils.py:272-278 ``marlin_repeat_scales_on_all_ranks``, gptq_marlin.py
     :386-397) and, where Marlin's shape check fails, has no other kernel for a partitioned g_idx (Machete, Exllama,
     AllSpark refuse it: kernels/linear/mixed_precision/machete.py:38-44, exllama.py:35-41, allspark.py:26-27);
-    the catalog holds no act-order checkpoint."""
+    the catalog holds no act-order checkpoint.
+    ``components``: only the linears of those components (formulas/tensors.py ``Component``) checked, fp8-block's
+    rule (SGLang's attention DP splits its dense MLPs and shared experts over the whole TP group, formulas/
+    serving_expert_parallel.py eq. EP1s); None: every one."""
     if engine not in FP8_BLOCK_ENGINES:
         return None
     etp = tp if expert_tp is None else expert_tp
@@ -265,6 +269,8 @@ def quant_block_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", weights:
              f"{who} refuses to load a shard of partial blocks")
     merged = engine == "sglang"
     for t in _block_checked(spec, engine):
+        if components is not None and t.component not in components:
+            continue
         out_f, in_f = t.shape[0], t.shape[1]
         if cfg is not None:
             scheme = ct_scheme_of(spec, cfg, t)

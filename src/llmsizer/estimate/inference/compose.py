@@ -16,7 +16,13 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.nf4_quantization import FUSED_EXPERTS_WHY
 from ...formulas.params import count_params
-from ...formulas.serving_expert_parallel import expert_split_weights, moe_split, sequences_per_rank
+from ...formulas.serving_expert_parallel import (
+    SGLANG_LAYER_COMPONENTS,
+    expert_split_weights,
+    full_group_weights,
+    moe_split,
+    sequences_per_rank,
+)
 from ...formulas.tensor_parallel import (
     QUANT_SHARD_FORMATS,
     check_tensor_parallel,
@@ -598,8 +604,24 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
                f" / {ep}) whole experts on the fullest" if ep > 1 else
                f"each routed expert tensor-parallel over {expert_tp} devices (vLLM flattens the MoE layer's "
                "tensor parallelism over the data-parallel ranks without --enable-expert-parallel)")
-            + "; attention, dense and shared-expert weights on every rank (formulas/serving_expert_parallel.py "
-            "eqs. EP1-EP2); the all-to-all buffers are not modelled")
+            + ("; attention and embedding weights tensor-parallel over each rank's devices, the dense MLP, "
+               f"shared-expert and lm_head weights over all {w.data_parallel * w.tensor_parallel} (SGLang's attention "
+               "DP, formulas/serving_expert_parallel.py eq. EP1s)" if w.engine == "sglang" else
+               "; attention, dense and shared-expert weights on every rank (formulas/serving_expert_parallel.py "
+               "eqs. EP1-EP2)") + "; the all-to-all buffers are not modelled")
+    if w.engine == "sglang" and w.data_parallel > 1:  # the FFN and lm_head over the whole TP group (eq. EP1s)
+        group_tp = w.data_parallel * w.tensor_parallel
+        ffn_refusal = quant_block_refusal(spec, group_tp, str(w.engine), fmt, group, expert_tp,
+                                          components=SGLANG_LAYER_COMPONENTS) if fmt in QUANT_SHARD_FORMATS else None
+        if ffn_refusal is not None:
+            raise FieldError("data_parallel", f"SGLang's attention DP splits the dense MLPs and shared experts over "
+                             f"all {group_tp} devices of its TP group (formulas/serving_expert_parallel.py eq. EP1s): "
+                             + ffn_refusal, also=("tensor_parallel",))
+        whole = resident_file_weights(spec, weight_bytes(served, fmt, group, act_bytes, fused, str(w.engine),
+                                                         capability), str(w.engine))[0]
+        wb = full_group_weights(wb, shard_weights(served, whole, w.data_parallel * w.tensor_parallel, act_bytes,
+                                                  str(w.engine), group, fused, capability=capability),
+                                w.data_parallel, w.tensor_parallel)
     kv_share = 1.0
     if stage is not None:
         from .pipeline import kv_stage_share, stage_weights
