@@ -383,7 +383,7 @@ def test_model_sources_shown_to_users_cite_no_internal_index_ids():
     from llmsizer.cli.model_cmds import inspect_data
     r = run_cli("models", "--json")
     assert r.returncode == 0, r.stderr
-    listed = json.loads(r.stdout)
+    listed = json.loads(r.stdout)["models"]
     assert len(listed) == len(entries())
     for m in listed:
         assert not _INTERNAL.search(m["source"]), (m["name"], _INTERNAL.search(m["source"]))
