@@ -122,6 +122,7 @@ SEED = Range(0, 2**32 - 1, True, "a 32-bit random seed")
 HOLD_HOURS = Range(0, 24 * 366, False, "hours a requested or held booking lasts unconfirmed; at most a year")
 DEFAULT_HOLD_HOURS = 24.0
 TOP = Range(1, 10_000, True, "rows shown")
+DEFAULT_TOP = 8  # options and rejections a recommendation's text shows (recommend --top's default, one home)
 
 # model-description fields that may be 0 (absent block / first layer index) and image sizes (readers, #15)
 LAYER_INDEX = Range(0, 10_000, True, "a layer index or number of layers; 0 allowed, at most LAYERS' maximum")

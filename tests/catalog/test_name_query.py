@@ -87,7 +87,7 @@ def test_hardware_m3_lists_apple_m3_chips_not_hbm3() -> None:
 
 def test_cli_models_and_hardware_list_use_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "7b", "--json"]) == 0
-    ids = {m["id"] for m in json.loads(capsys.readouterr().out)}
+    ids = {m["id"] for m in json.loads(capsys.readouterr().out)["models"]}
     assert ids == {e.id for e in models.search("7b")} and "google/gemma-2-27b-it" not in ids
     assert main(["hardware", "list", "m3", "--json"]) == 0
     devices = {d["id"] for d in json.loads(capsys.readouterr().out)["devices"]}

@@ -132,6 +132,7 @@ def test_plan_and_capacity_check_on_three_devices(tmp_path: Path) -> None:
     req.write_text(REQ3.replace("pool: training-cluster", "pool: serving"))
     code, checks = run_json("capacity", "check", str(req), "--inventory", str(inv), "--now", "2026-12-01",
                             "--no-db", "--json")
+    checks = checks["jobs"]
     (c,) = checks
     assert code == 0 and c["fits"] and c["binding"] is None
     assert c["need"]["memory_per_device"] == pp3.memory_per_device

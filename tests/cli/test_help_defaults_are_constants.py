@@ -19,8 +19,7 @@ from llmsizer.cli.main import build_parser
 from llmsizer.cli.serve_cmd import ANSWER_CACHE_ENTRIES, DEFAULT_PORT
 from llmsizer.estimate import engines
 from llmsizer.estimate.verdict import DEFAULT_HEADROOM
-from llmsizer.numbers import DEFAULT_HOLD_HOURS
-from llmsizer.render.recommend_text import DEFAULT_TOP
+from llmsizer.numbers import DEFAULT_HOLD_HOURS, DEFAULT_TOP
 from llmsizer.specs import InferenceWorkload, TrainingWorkload
 
 # "(default 16)", "; default 1)", "(vLLM default 16)", "(default per engine: 0.1", "(default: SGLang's 0.9)": a

@@ -42,7 +42,7 @@ def _check(tmp_path: Path, req: Path) -> tuple[int, dict]:
     (tmp_path / "inv.yaml").write_text(INVENTORY)
     code, checks = run_json("capacity", "check", str(req), "--inventory", str(tmp_path / "inv.yaml"), "--no-db",
                             "--now", "2026-12-01")
-    (c,) = checks
+    (c,) = checks["jobs"]
     return code, c
 
 

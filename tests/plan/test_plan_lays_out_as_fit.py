@@ -85,6 +85,7 @@ def _capacity_check(tmp_path: Path, request: str) -> tuple[int, dict]:
     (tmp_path / "r.yaml").write_text(request)
     code, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                        "--no-db", "--now", "2027-01-01T00:00")
+    d = d["jobs"]
     return code, d[0]
 
 

@@ -121,6 +121,7 @@ def _check(tmp_path: Path, request: str, fabric: bool = False) -> tuple[int, dic
     (tmp_path / "r.yaml").write_text(request)
     code, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                        "--no-db", "--now", "2027-01-01T00:00")
+    d = d["jobs"]
     return code, d[0]
 
 

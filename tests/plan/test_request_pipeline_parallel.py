@@ -125,7 +125,7 @@ def test_capacity_check_books_a_replica_of_sixteen(tmp_path: Path, capsys: pytes
     code, out, err = run(["capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                           "--now", "2026-12-01", "--no-db", "--json"], capsys)
     assert code in (0, 1), err
-    (check,) = json.loads(out)
+    (check,) = json.loads(out)["jobs"]
     assert (check["need"]["devices"], check["need"]["copy_nodes"]) == (16, 16 // 8)
     assert check["fits"] is fits, check
     if fits:

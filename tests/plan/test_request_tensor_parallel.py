@@ -117,7 +117,7 @@ def test_capacity_check_places_the_memory_fit_tp_answers(tmp_path, capsys: pytes
     code, out, err = run(["capacity", "check", str(req), "--inventory", str(inv), "--now", "2026-12-01", "--no-db",
                           "--json"], capsys)
     assert code == 0, err
-    (check,) = json.loads(out)
+    (check,) = json.loads(out)["jobs"]
     cli = fit_cli(capsys, "--concurrency", "8", "--tp", str(tp))
     # fit's name for what the verdict compares (docs/nomenclature.md); memory_need its deprecated alias
     assert check["fits"] and check["need"]["verdict_need_per_device"] == cli["memory_per_device"]

@@ -57,6 +57,7 @@ def failing_check(tmp_path: Path, inventory: str, request: str) -> dict:
     (tmp_path / "req.yaml").write_text(request)
     code, checks = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory",
                             str(tmp_path / "inv.yaml"), "--no-db", *NOW)
+    checks = checks["jobs"]
     (c,) = checks
     assert code == 1 and not c["fits"], c
     return c

@@ -77,7 +77,7 @@ def test_show_flags_and_activate_refuses_a_window_added_over_a_training_booking(
     req.write_text(REQUEST)
     assert run("capacity", "book", str(req), "--inventory", str(plain), "--db", db, "--json", "--now",
                "2027-01-01") == 0
-    (b,) = json.loads(capsys.readouterr().out)
+    (b,) = json.loads(capsys.readouterr().out)["reservations"]
     assert b["nodes"] == ["gpunode-1"] and b["start"] == "2027-01-10T00:00:00"  # the window covers 00:05-00:15
     assert b["end"] > "2027-01-10T00:15:00"
     # the same inventory with the window added: listed by show (JSON and a warning), refused by activate
@@ -89,7 +89,7 @@ def test_show_flags_and_activate_refuses_a_window_added_over_a_training_booking(
     assert f"warning: booking {b['id']} (docs-lora, training) on node 'gpunode-1' runs across the provider's " \
            "maintenance window 2027-01-10 00:05-2027-01-10 00:15 firmware" in out.err
     assert run("capacity", "activate", b["id"], "--inventory", str(maint), "--db", db, "--json") == 1
-    (r,) = json.loads(capsys.readouterr().out)
+    (r,) = json.loads(capsys.readouterr().out)["transitions"]
     assert r["id"] == b["id"] and "maintenance window 2027-01-10 00:05-2027-01-10 00:15" in r["refused"]
     # nothing changed; on the inventory without the window it activates
     assert run("capacity", "activate", b["id"], "--inventory", str(plain), "--db", db) == 0

@@ -19,12 +19,12 @@ from .test_cli_capacity import INV, NOW, PRE, run  # noqa: E402
 
 def _round_trip(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, "--json", *NOW) == 0
-    (booked,) = json.loads(capsys.readouterr().out)
+    (booked,) = json.loads(capsys.readouterr().out)["reservations"]
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", db, *NOW) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"already booked {booked['id']}: pretrain-8b (confirmed)") and "DOES NOT FIT" not in out
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", db, "--json", *NOW) == 0
-    (entry,) = json.loads(capsys.readouterr().out)
+    (entry,) = json.loads(capsys.readouterr().out)["jobs"]
     assert entry == {"job": "pretrain-8b", "fits": True, "existing": True, "id": booked["id"], "state": "confirmed"}
     # the same words as book's answer for the same input
     assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, *NOW) == 0
@@ -33,7 +33,7 @@ def _round_trip(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     other = tmp_path / "other.yaml"
     other.write_text(Path(PRE).read_text().replace("title: \"", "title: \"another team: "))
     assert run("capacity", "check", str(other), "--inventory", INV, "--db", db, "--json", *NOW) == 1
-    (entry,) = json.loads(capsys.readouterr().out)
+    (entry,) = json.loads(capsys.readouterr().out)["jobs"]
     assert entry["existing"] is False and entry["fits"] is False and entry["binding"] == "busy"
     # released: the key has no live booking, the request is checked again (and fits)
     assert run("capacity", "release", booked["id"], "--db", db) == 0

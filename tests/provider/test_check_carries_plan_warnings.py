@@ -46,6 +46,7 @@ def test_check_repeats_the_plans_warnings(tmp_path: Path) -> None:
     bare.write_text(INVENTORY.read_text().replace(", bandwidth: 3200 Gb/s}", "}"))
     common = ("--inventory", str(bare), "--now", "2026-12-01", "--no-db")
     _, checks = run_json("capacity", "check", str(req), *common)
+    checks = checks["jobs"]
     (c,) = checks
     assert c["fits"]
     assert c["need"]["warnings"] == said
@@ -66,6 +67,7 @@ def test_check_says_the_plan_on_the_fabric_it_places(tmp_path: Path) -> None:
     _, plan = run_json("plan", str(named))
     _, checks = run_json("capacity", "check", str(req), "--inventory", str(INVENTORY), "--now", "2026-12-01",
                          "--no-db")
+    checks = checks["jobs"]
     (c,) = checks
     assert c["fits"] and c["need"]["timed_on_fabric"] == "fra1-ib-a"
     assert c["need"]["warnings"] == plan["jobs"][0]["warnings"]

@@ -76,17 +76,20 @@ def test_check_and_book_hold_the_run_for_its_time_on_the_fabric(tmp_path: Path) 
     req, inv = _files(tmp_path)
     db = str(tmp_path / "b.db")
     # both fabrics free: the one the run ends soonest on, held for its time there
-    code, (c,) = run_json("capacity", "check", req, "--inventory", inv, "--db", db, *NOW)
+    code, _answer = run_json("capacity", "check", req, "--inventory", inv, "--db", db, *NOW)
+    (c,) = _answer["jobs"]
     assert code == 0 and c["fits"] and c["placement"]["nodes"] == ["fast-01", "fast-02"]
     assert c["need"]["timed_on_fabric"] == "b-fast" and c["need"]["network"] == 3200e9 / 8
     assert c["need"]["seconds"] == pytest.approx(fast, rel=1e-12)
     assert _window(c["placement"]) == math.ceil(fast)
-    code, (b,) = run_json("capacity", "book", req, "--inventory", inv, "--db", db, *NOW)
+    code, _answer = run_json("capacity", "book", req, "--inventory", inv, "--db", db, *NOW)
+    (b,) = _answer["reservations"]
     assert code == 0 and b["nodes"] == ["fast-01", "fast-02"] and _window(b) == math.ceil(fast)
     assert b["seconds"] == pytest.approx(fast, rel=1e-12)  # the booking's figures: the run on its fabric
     # the fast fabric held: the same run goes on the slow one, for its time there (before: the 2.9 h lower bound)
     (tmp_path / "req2.yaml").write_text(REQUEST.replace("name: hsdp", "name: hsdp-2"))
-    code, (c,) = run_json("capacity", "check", str(tmp_path / "req2.yaml"), "--inventory", inv, "--db", db, *NOW)
+    code, _answer = run_json("capacity", "check", str(tmp_path / "req2.yaml"), "--inventory", inv, "--db", db, *NOW)
+    (c,) = _answer["jobs"]
     assert code == 0 and c["placement"]["nodes"] == ["slow-01", "slow-02"]
     assert c["need"]["seconds"] == pytest.approx(slow, rel=1e-12) and _window(c["placement"]) == math.ceil(slow)
     assert "fabric a-slow's 25 Gb/s per node" in c["notes"][0]
@@ -99,7 +102,8 @@ def test_a_deadline_is_checked_against_the_time_on_the_fabric(tmp_path: Path) ->
     """A deadline the lower bound meets but the run on the only fabric misses: does not fit (exit 1)."""
     req, inv = _files(tmp_path, INVENTORY.replace("  - {id: fast,", "  # "))
     Path(req).write_text(REQUEST.replace("    resources:", "    deadline: 1 day\n    resources:"))
-    code, (c,) = run_json("capacity", "check", req, "--inventory", inv, "--no-db", *NOW)
+    code, _answer = run_json("capacity", "check", req, "--inventory", inv, "--no-db", *NOW)
+    (c,) = _answer["jobs"]
     assert code == 1 and not c["fits"] and c["binding"] == "deadline"
     code, _ = run_json("capacity", "book", req, "--inventory", inv, "--no-db", *NOW)
     assert code == 1
@@ -109,7 +113,8 @@ def test_a_fabric_without_bandwidth_keeps_the_lower_bound_and_says_so(tmp_path: 
     lower = _fit_seconds()
     req, inv = _files(tmp_path, INVENTORY.replace("fabric: a-slow", "fabric: c-bare").replace(
         "  - {id: fast,", "  # "))
-    code, (c,) = run_json("capacity", "check", req, "--inventory", inv, "--no-db", *NOW)
+    code, _answer = run_json("capacity", "check", req, "--inventory", inv, "--no-db", *NOW)
+    (c,) = _answer["jobs"]
     assert code == 0 and c["need"]["timed_on_fabric"] == "" and c["need"]["seconds"] == pytest.approx(lower)
     assert "fabric c-bare states no bandwidth: the window is the plan's" in c["notes"][0]
     assert any("a lower bound of its time" in w for w in c["need"]["warnings"])
@@ -136,7 +141,8 @@ def test_equal_times_are_said_to_agree(tmp_path: Path) -> None:
     from llmsizer.units import format_seconds
     fast, lower = _fit_seconds("--network", "3200 Gb/s"), _fit_seconds()
     req, inv = _files(tmp_path)
-    code, (c,) = run_json("capacity", "check", req, "--inventory", inv, "--no-db", *NOW)
+    code, _answer = run_json("capacity", "check", req, "--inventory", inv, "--no-db", *NOW)
+    (c,) = _answer["jobs"]
     assert code == 0 and c["placement"]["nodes"] == ["fast-01", "fast-02"]
     note = c["notes"][0]
     if format_seconds(fast) == format_seconds(lower):

@@ -39,7 +39,7 @@ def test_the_check_plans_on_the_day_of_its_now(tmp_path: Path, day: str) -> None
     req.write_text(REQUEST)
     code, out, err = run("capacity", "check", str(req), "--inventory", INV, "--no-db", "--now", day, "--json")
     assert code in (0, 1), err
-    need = json.loads(out)[0]["need"]
+    need = json.loads(out)["jobs"][0]["need"]
     assert need["deadline"] == "2031-03-01T00:00:00" and need["start"] == f"{day}T00:00:00"
     named = tmp_path / "named.yaml"
     named.write_text(REQUEST.replace("resources: {pool: pretraining-cluster}", "resources: {pool: pretraining-cluster, "
@@ -61,5 +61,5 @@ def test_two_days_two_answers_so_the_clock_matters(tmp_path: Path) -> None:
     assert (near["device"], near["count"]) != (far["device"], far["count"])
     # and so does the check's answer on the inventory: 2 x h100-sxm to meet the deadline two days out, 1 far out
     checks = [json.loads(run("capacity", "check", str(req), "--inventory", INV, "--no-db", "--now", d, "--json")[1])
-              [0]["need"] for d in ("2031-02-27", "2030-06-01")]
+              ["jobs"][0]["need"] for d in ("2031-02-27", "2030-06-01")]
     assert checks[0]["devices"] > checks[1]["devices"]

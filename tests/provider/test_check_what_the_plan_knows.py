@@ -70,6 +70,7 @@ def test_check_and_book_use_the_plans_duration_or_the_requests_own(tmp_path: Pat
 
     common = ("--inventory", str(inv), "--now", "2026-12-01")
     code, checks = run_json("capacity", "check", str(req), *common, "--no-db")
+    checks = checks["jobs"]
     (c,) = checks
     if expected is None:
         assert code == 1 and not c["fits"] and c["binding"] == "duration" and c["placement"] is None
@@ -127,10 +128,12 @@ def test_a_cpu_job_larger_than_every_nodes_ram_is_node_size_not_busy(tmp_path: P
     need = plan["jobs"][0]["facts"]["memory_per_device"]
     assert need > 256 * 2**30  # the premise: the plan's need is over the node's RAM (inventory: 256 GiB)
     code, checks = run_json("capacity", "check", str(req), "--inventory", str(inv), "--no-db")
+    checks = checks["jobs"]
     (c,) = checks
     assert code == 1 and c["binding"] == "node-size", c
     assert "256.00 GiB" in c["reason"] and f"{need / 2**30:.2f} GiB" in c["reason"]
     # a model that fits the node's RAM is placed on it
     req.write_text(_cpu_request("qwen2.5-7b", "q4_k_m"))
     code, checks = run_json("capacity", "check", str(req), "--inventory", str(inv), "--no-db")
+    checks = checks["jobs"]
     assert code == 0 and checks[0]["fits"] and checks[0]["placement"]["nodes"] == ["small"]

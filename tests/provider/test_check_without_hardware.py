@@ -27,7 +27,7 @@ def _check(tmp_path, capsys, text: str) -> tuple[int, dict]:
     req = tmp_path / "req.yaml"
     req.write_text(text)
     code = run("capacity", "check", str(req), "--inventory", INV, "--no-db", "--json", *NOW)
-    (answer,) = json.loads(capsys.readouterr().out)
+    (answer,) = json.loads(capsys.readouterr().out)["jobs"]
     return code, answer
 
 

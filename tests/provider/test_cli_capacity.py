@@ -37,7 +37,7 @@ def test_check_book_show_release(tmp_path, capsys):
     assert "FITS     at fra1" in capsys.readouterr().out
     assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, "--json", *NOW) == 0
     import json
-    (booked,) = json.loads(capsys.readouterr().out)
+    (booked,) = json.loads(capsys.readouterr().out)["reservations"]
     assert len(booked["nodes"]) == 8
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", db) == 0  # its own booking: already booked
     assert capsys.readouterr().out.startswith(f"already booked {booked['id']}")

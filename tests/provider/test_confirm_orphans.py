@@ -25,7 +25,7 @@ def _held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str
     capsys.readouterr()
     assert run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--state", "held", "--json",
                *NOW) == 0
-    (b,) = json.loads(capsys.readouterr().out)
+    (b,) = json.loads(capsys.readouterr().out)["reservations"]
     assert b["state"] == "held" and b["nodes"] == ["gpunode-1"]
     return inv, db, b["id"]
 

@@ -48,7 +48,8 @@ def _files(tmp_path: Path) -> dict[str, str]:
 
 
 def _book(f: dict[str, str]) -> str:
-    code, (b,) = run_json("capacity", "book", f["a40.yaml"], "--inventory", f["up.yaml"], "--db", f["db"], *NOW)
+    code, _answer = run_json("capacity", "book", f["a40.yaml"], "--inventory", f["up.yaml"], "--db", f["db"], *NOW)
+    (b,) = _answer["reservations"]
     assert code == 0 and b["nodes"] == ["a1"], b
     return str(b["id"])
 
@@ -61,8 +62,9 @@ def test_a_drained_node_keeps_its_booking_visible_and_blocks_no_check(tmp_path: 
     assert f"node 'a1' holds live booking(s) {rid}: out of service: State=IDLE+DRAIN" in err
     assert err.count("\n") == 1  # one line
     # no new job on the drained node: the second A40 service has no node to go to
-    code, (c,) = run_json("capacity", "check", f["a40b.yaml"], "--inventory", f["drained.yaml"], "--db", f["db"],
+    code, _answer = run_json("capacity", "check", f["a40b.yaml"], "--inventory", f["drained.yaml"], "--db", f["db"],
                           *NOW)
+    (c,) = _answer["jobs"]
     assert c["fits"] is False and c["binding"] == "device" and "every a40 node is out of service" in c["reason"]
     # `show` lists the booking with the same warning
     code, out, err = run("capacity", "show", "--inventory", f["drained.yaml"], "--db", f["db"])

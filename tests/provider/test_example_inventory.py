@@ -25,5 +25,5 @@ def test_there_are_example_requests() -> None:
 def test_every_example_request_gets_a_window(request_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["capacity", "check", str(request_file), "--inventory", str(INV), "--no-db", "--now", "2025-08-01",
                  "--json"])
-    checks = json.loads(capsys.readouterr().out)
+    checks = json.loads(capsys.readouterr().out)["jobs"]
     assert code == 0 and checks and all(c["fits"] for c in checks), checks

@@ -74,7 +74,7 @@ def _booked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, s
         req.write_text(TRAIN.format(n=n))
         capsys.readouterr()
         assert run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--json", *NOW) == 0
-        (b,) = json.loads(capsys.readouterr().out)
+        (b,) = json.loads(capsys.readouterr().out)["reservations"]
         assert b["nodes"] == ["gpunode-1"]
         ids.append(b["id"])
     return inv, db, ids

@@ -280,7 +280,7 @@ def test_cli_past_window_refused(tmp_path, capsys):
     assert run("capacity", "book", LORA, "--inventory", str(inv), "--db", str(db), "--job", "support-chat",
                "--now", "2025-10-01", "--earliest", "--json") == 0
     import json
-    assert json.loads(capsys.readouterr().out)[0]["start"] == "2025-10-01T00:00:00"
+    assert json.loads(capsys.readouterr().out)["reservations"][0]["start"] == "2025-10-01T00:00:00"
 
 
 def test_cli_check_creates_no_database(tmp_path, capsys):
@@ -318,7 +318,7 @@ def test_cli_earliest_loser_of_a_race_tries_the_next_window(tmp_path, capsys, mo
     import json
     out = capsys.readouterr()
     assert "lost a race" in out.err and "trying the next window" in out.err
-    assert json.loads(out.out)[0]["start"] == "2025-10-08T00:00:00"
+    assert json.loads(out.out)["reservations"][0]["start"] == "2025-10-08T00:00:00"
 
 
 def test_schema_1_file_is_read_then_migrated(tmp_path):

@@ -35,8 +35,9 @@ def test_check_and_plan_hold_fits_memory_per_device_and_verdict_need(tmp_path: P
     assert fit["fits"] and fit["memory_per_device"] > need_fit  # the premise: two different quantities
     (tmp_path / "inv.yaml").write_text(one_site_inventory(H100_NODE))
     (tmp_path / "req.yaml").write_text(chat_service("llama-3.1-8b", "h100-sxm", concurrency=16))
-    code, (c,) = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
+    code, _answer = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                           "--no-db", *NOW)
+    (c,) = _answer["jobs"]
     assert code == 0 and c["fits"], c
     need = c["need"]
     assert need["memory_per_device"] == fit["memory_per_device"] == fit["reserved_per_device"], need

@@ -58,7 +58,7 @@ def _book_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path,
     req.write_text("version: 1\njobs:\n" + JOB.format(n="a") + JOB.format(n="b"))
     db = str(tmp_path / "b.db")
     assert run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--json", *NOW) == 0
-    booked = json.loads(capsys.readouterr().out)
+    booked = json.loads(capsys.readouterr().out)["reservations"]
     assert [b["nodes"] for b in booked] == [["gpu-07"], ["gpu-07"]]
     s = Store(db)
     holds = {b["id"]: s.holds_of(b["id"]) for b in booked}
@@ -100,11 +100,11 @@ def test_a_rename_keeps_every_booking(tmp_path, capsys):
     # ids), and the two bookings hold both devices (the same jobs asked by another request are busy)
     capsys.readouterr()
     assert run("capacity", "check", str(req), "--inventory", str(renamed), "--db", db, *NOW, "--json") == 0
-    assert {j["id"] for j in json.loads(capsys.readouterr().out) if j["existing"]} == set(holds)
+    assert {j["id"] for j in json.loads(capsys.readouterr().out)["jobs"] if j["existing"]} == set(holds)
     other = tmp_path / "other.yaml"
     other.write_text("version: 1\ntitle: another team\njobs:\n" + JOB.format(n="a") + JOB.format(n="b"))
     assert run("capacity", "check", str(other), "--inventory", str(renamed), "--db", db, *NOW, "--json") == 1
-    assert all(j["binding"] == "busy" for j in json.loads(capsys.readouterr().out))
+    assert all(j["binding"] == "busy" for j in json.loads(capsys.readouterr().out)["jobs"])
     # a second run finds nothing to move
     assert _replace(capsys, "--inventory", str(renamed), "--db", db) == (0, {"moved": [], "cannot": [],
                                                                             "written": False})

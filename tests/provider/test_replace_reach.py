@@ -53,8 +53,9 @@ def _book(tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str, *extra:
     req = tmp_path / "req.yaml"
     req.write_text("version: 1\njobs:\n" + jobs)
     db = str(tmp_path / "b.db")
-    code, booked = _json(capsys, "capacity", "book", str(req), "--inventory", str(inv), "--db", db, *now, *extra)
-    assert code == 0 and all(b["nodes"] == ["gpu-07"] for b in booked)  # type: ignore[union-attr]
+    code, answer = _json(capsys, "capacity", "book", str(req), "--inventory", str(inv), "--db", db, *now, *extra)
+    booked = answer["reservations"]  # type: ignore[index]
+    assert code == 0 and all(b["nodes"] == ["gpu-07"] for b in booked)
     return inv, db, booked  # type: ignore[return-value]
 
 
@@ -91,7 +92,8 @@ def test_without_ids_a_requested_orphan_is_moved_and_release_orphans_reaches_one
     # release --orphans: a requested booking on a node the inventory has not (before: nothing released)
     gone = _inv(tmp_path, "gone.yaml", "gpu-99", device="l40s")
     code, out = _json(capsys, "capacity", "release", "--orphans", "--inventory", str(gone), "--db", db)
-    assert code == 0 and out == [{"id": b["id"], "before": "requested", "after": "released"}], out
+    assert code == 0 and out["transitions"] == [  # type: ignore[index]
+        {"id": b["id"], "before": "requested", "after": "released"}], out
 
 
 def test_an_ended_window_is_left_alone_and_blocks_nothing(tmp_path, capsys):

@@ -27,6 +27,7 @@ def _check(tmp_path: Path, tp: int) -> dict:
         "  service: {duration: 3 days}\n")
     _, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                     "--no-db", *NOW)
+    d = d["jobs"]
     return d[0]
 
 

@@ -28,9 +28,9 @@ def test_booking_carries_the_plans_numbers_in_one_shape(tmp_path, capsys):
     with the plan), and `book --json` answered {id, job, state, existing} for an existing booking."""
     db = str(tmp_path / "b.db")
     assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--json", *NOW) == 0
-    new = json.loads(capsys.readouterr().out)
+    new = json.loads(capsys.readouterr().out)["reservations"]
     assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--json", *NOW) == 0
-    again = json.loads(capsys.readouterr().out)
+    again = json.loads(capsys.readouterr().out)["reservations"]
     assert again == [{**b, "existing": True} for b in new]  # the same record, one shape
     facts = _plan_facts(LORA)
     for b in new:
@@ -63,7 +63,7 @@ def test_a_schema_3_store_migrates_and_reads_its_old_bookings(tmp_path, capsys):
     assert old["memory_per_device"] is None and old["cost"] is None
     assert run("capacity", "book", LORA, "--inventory", INV, "--db", str(db), "--job", "support-chat", "--json",
                *NOW) == 0
-    (same,) = json.loads(capsys.readouterr().out)
+    (same,) = json.loads(capsys.readouterr().out)["reservations"]
     assert same["existing"] and same["id"] == old["id"] and same["devices"] is None
     con = sqlite3.connect(db)
     assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("6",)

@@ -142,7 +142,7 @@ def _book(kind: str, tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
     req.write_text(REQUEST)
     assert run("capacity", "book", str(req), "--inventory", str(agreed), "--db", db, "--json", "--now",
                "2027-01-01") == 0
-    (b,) = json.loads(capsys.readouterr().out)
+    (b,) = json.loads(capsys.readouterr().out)["reservations"]
     assert json.loads(_sql(kind, db, "SELECT maintenance_agreed FROM reservations")[0][0]) == {
         "accepts": True, "windows": ["Sundays 02:00-04:00 UTC"]}  # recorded with the booking
     # booked across the agreed window (its start is in the window's run, on the window's node)
@@ -166,7 +166,7 @@ def test_agreed_window_activates_a_window_added_later_refuses(kind, tmp_path, ca
         b["id"], "2027-01-11T10:00:00", True, ["Sundays 02:00-04:00 UTC"])
     assert "2027-01-10 02:00" not in out.err and "2027-01-11 10:00-2027-01-11 11:00 added-later" in out.err
     assert run("capacity", "activate", b["id"], "--inventory", str(later), "--db", db, "--json") == 1
-    (r,) = json.loads(capsys.readouterr().out)
+    (r,) = json.loads(capsys.readouterr().out)["transitions"]
     assert r["id"] == b["id"] and "maintenance window 2027-01-11 10:00-2027-01-11 11:00 added-later" in r["refused"]
     assert "Sundays 02:00-04:00 UTC" in r["refused"]
     # on the inventory with only the window it agreed to, it activates

@@ -35,6 +35,7 @@ def _check(tmp_path: Path, tp: int, pp: int, bandwidth: str | None = "1 Gb/s", c
         "    output: {peak: 256, typical: 256}\n  service: {duration: 3 days}\n")
     _, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                     "--no-db", *NOW)
+    d = d["jobs"]
     c = d[0]
     assert c["fits"] is True, c
     return dict(c)
@@ -105,6 +106,7 @@ def test_a_stated_network_is_what_the_fabric_must_give(tmp_path: Path) -> None:
         (tmp_path / "r.yaml").write_text(text)
         _, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                         "--no-db", *NOW)
+        d = d["jobs"]
         c = d[0]
         assert c["fits"] is fits, c
         assert c["need"]["timed_on_fabric"] == "" and (fits or c["binding"] == "fabric")

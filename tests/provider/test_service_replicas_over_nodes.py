@@ -50,6 +50,7 @@ def _check(tmp_path: Path, nodes: str = "") -> tuple[int, list]:
     (tmp_path / "req.yaml").write_text(_request(nodes))
     code, d = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                        "--no-db", "--now", "2027-01-01T00:00")
+    d = d["jobs"]
     return code, d
 
 

@@ -61,6 +61,7 @@ def _check(tmp_path: Path, request: str, inventory: str) -> dict:
     (tmp_path / "r.yaml").write_text(request)
     _, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                     "--no-db", *NOW)
+    d = d["jobs"]
     return d[0]
 
 
@@ -110,6 +111,7 @@ def test_booking_records_the_span_and_old_rows_read_as_one(kind: str, tmp_path: 
     (tmp_path / "r.yaml").write_text(SPANS)
     code, out = run_json("capacity", "book", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                          "--db", db, *NOW)
+    out = out["reservations"]
     assert code == 0, out
     st = Store(db)
     try:
@@ -182,6 +184,7 @@ def test_show_and_export_say_how_many_machines_a_copy_spans(tmp_path: Path) -> N
         (tmp_path / f"{name}.yaml").write_text(req)
         code, out = run_json("capacity", "book", str(tmp_path / f"{name}.yaml"), "--inventory",
                              str(tmp_path / "inv.yaml"), "--db", db, *NOW)
+        out = out["reservations"]
         assert code == 0, out
         (rec,) = out if isinstance(out, list) else out["bookings"]
         ids[name] = rec["id"]

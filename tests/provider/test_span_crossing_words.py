@@ -33,6 +33,7 @@ def _reason(tmp_path: Path, tp: int, pp: int) -> str:
         "  service: {duration: 3 days}\n")
     _, d = run_json("capacity", "check", str(tmp_path / "r.yaml"), "--inventory", str(tmp_path / "inv.yaml"),
                     "--no-db", *NOW)
+    d = d["jobs"]
     c = d[0]
     assert c["fits"] is False and c["binding"] == "fabric", c
     return str(c["reason"])

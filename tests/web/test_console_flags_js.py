@@ -58,7 +58,8 @@ def test_the_console_lists_what_the_api_flags(tmp_path: Path) -> None:
         ids = []
         for k in range(2):
             r = c.post("/api/v1/capacity/book", json={"request": REQUEST.format(k=k), "state": "held"})
-            ids.append((r.json()[0]["id"], r.json()[0]["nodes"][0]))
+            (b,) = r.json()["reservations"]
+            ids.append((b["id"], b["nodes"][0]))
         assert [n for _, n in ids] == ["serve-01", "serve-02"]  # one device each
         (a, _), (b, _) = ids
         edited = INVENTORY.replace("id: serve-01", "id: serve-1") + (

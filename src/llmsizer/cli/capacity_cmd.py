@@ -15,6 +15,7 @@ from ..errors import InputError
 from ..inputs import regular_file
 from ..numbers import DEFAULT_HOLD_HOURS, HOLD_HOURS
 from ..render.safe import say
+from ..result import envelope
 from ..units import format_bytes, format_seconds
 from .commands import COMMAND_HELP
 from .common import add_force, check_output_file, emit_json, needs_subcommand, plain_float_arg
@@ -90,7 +91,9 @@ def register(sub: Any) -> None:
         common(q)
         q.add_argument("--no-db", action="store_true", help="ignore existing bookings (check only)")
         q.add_argument("--now", help="time the check is made, for jobs without a start (UTC, default now)")
-        q.add_argument("--json", action="store_true", help="print the result as JSON")
+        q.add_argument("--json", action="store_true", help="print the result as JSON: {schema_version, kind: "
+                       f"capacity-{name}, " + ("jobs: [one check per job]}" if name == "check" else
+                                               "reservations: [one record per booking]}"))
         auth(q)
         if name == "book":
             q.add_argument("--job", action="append", default=[], help="book only these jobs (default: all)")
@@ -126,8 +129,8 @@ def register(sub: Any) -> None:
         common(q, inventory=False)
         actor(q)
         auth(q)
-        q.add_argument("--json", action="store_true", help="print the result as JSON: {id, before, after} or "
-                                                           "{id, refused} per id")
+        q.add_argument("--json", action="store_true", help="print the result as JSON: {schema_version, "
+                       f"kind: capacity-{name}, transitions: [{{id, before, after}} or {{id, refused}} per id]}}")
         q.set_defaults(func=cmd_state, state=state)
     helptext = ("move orphaned bookings (on a node the --inventory renamed or re-equipped) to a node that holds "
                 "them, each in its own window, checked as `capacity check` checks; all or none")
@@ -540,11 +543,11 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
     return "\n".join(out)
 
 
-def check_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, str]:
-    """(the --json answer, exit code: 0 every job fits or is already booked, 1 some do not, the text). A job the
-    store already holds a live booking of (the idempotency key `book` recognises) is answered as `book` answers
-    it: ``{job, fits: true, existing: true, id, state}`` and "already booked ID: ..." (exit 0); every other entry
-    carries ``existing: false``."""
+def check_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int, str]:
+    """(the --json answer ``{schema_version, kind: "capacity-check", jobs: [...]}``, exit code: 0 every job fits or
+    is already booked, 1 some do not, the text). A job the store already holds a live booking of (the idempotency
+    key `book` recognises) is answered as `book` answers it: ``{job, fits: true, existing: true, id, state}`` and
+    "already booked ID: ..." (exit 0); every other entry carries ``existing: false``."""
     _authorize(args, "check")
     inv, needs, checks, found = _checks(args)
     by = {c.need.name: c for c in checks}
@@ -558,7 +561,8 @@ def check_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, s
         else:
             data.append({**by[n.name].to_dict(), "existing": False})
     text = render_checks(checks, inv, _utcnow(args))
-    return data, 0 if all(c.fits for c in checks) else 1, "\n".join([*lines, *([text] if text else [])])
+    return (envelope("capacity-check", {"jobs": data}), 0 if all(c.fits for c in checks) else 1,
+            "\n".join([*lines, *([text] if text else [])]))
 
 
 def store_not_created(db: str | None) -> str | None:
@@ -596,11 +600,12 @@ def past_start_line(req: Any, job: str, start: _dt.datetime, now: _dt.datetime) 
             f"before now ({_fmt(now)} UTC); give a later start or use --earliest")
 
 
-def book_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, list[str]]:
+def book_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int, list[str]]:
     """All or none: when some job of the request does not fit, nothing is booked; the jobs that do fit are
     booked together in one transaction (re-checked under the same locks), so either all are recorded or none.
     The same request and job booked again returns the existing live booking (idempotency key).
-    Returns (the --json answer, exit code, the lines the CLI prints to stderr)."""
+    Returns (the --json answer ``{schema_version, kind: "capacity-book", reservations: [...]}``, exit code, the
+    lines the CLI prints to stderr)."""
     from dataclasses import replace
 
     from ..provider.placement import capacities
@@ -622,7 +627,8 @@ def book_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, li
     # booking reads it as empty, so a refused book leaves no file behind
     store = _FirstChangeStore(args)
     try:
-        return _book(args, inv, needs, now, state, cap, keys, store)
+        booked, code, notes = _book(args, inv, needs, now, state, cap, keys, store)
+        return envelope("capacity-book", {"reservations": booked}), code, notes
     finally:
         store.close()
 
@@ -705,13 +711,13 @@ def booking_records(store: Any, subs: list[Any]) -> list[dict[str, Any]]:
 
 
 def cmd_book(args: argparse.Namespace) -> int:
-    booked, code, notes = book_answer(args)
+    data, code, notes = book_answer(args)
     for n in notes:
         say(n, file=sys.stderr)
     if args.json:
-        emit_json(booked)
+        emit_json(data)
         return code
-    for b in booked:
+    for b in data["reservations"]:
         if b["existing"]:
             say(already_booked_line(b["id"], b["job"], b["state"]))
         else:
@@ -740,11 +746,17 @@ def no_store_refusal(args: argparse.Namespace) -> str | None:
     return f"--db {path}: no reservation store there ({creation_hint(path)}); nothing was changed"
 
 
-def state_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
-    """One entry per id: ``{id, before, after}`` when changed, ``{id, refused}`` when the lifecycle or the capacity
+def state_answer(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """``{schema_version, kind: "capacity-ACTION" (hold, confirm, ..., release, expire), transitions: [...]}``, one
+    entry per id: ``{id, before, after}`` when changed, ``{id, refused}`` when the lifecycle or the capacity
     says no. Exit code 0 when every change was made, 1 when one was refused, invalid input raises (exit 2). A
     SQLite store that is not there is an error (``no_store_refusal``), not created, on the command line and the web
     alike; `expire` with no ids has nothing due there."""
+    out, status = _state_changes(args)
+    return envelope(f"capacity-{STATE_ACTIONS[args.state]}", {"transitions": out}), status
+
+
+def _state_changes(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
     from ..provider.store import HOLDING
     _authorize(args, STATE_ACTIONS[args.state])
     if args.state == "released" and not args.ids and not getattr(args, "orphans", False):
@@ -818,11 +830,11 @@ def _transitions(args: argparse.Namespace, store: Any, cap: dict[str, float] | N
 def cmd_state(args: argparse.Namespace) -> int:
     """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
     it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
-    out, status = state_answer(args)
+    data, status = state_answer(args)
     if getattr(args, "json", False):
-        emit_json(out)
+        emit_json(data)
         return status
-    for e in out:
+    for e in data["transitions"]:
         if "refused" in e:
             say(f"{e['id']}: refused: {e['refused']}", file=sys.stderr)
         elif e["before"] is None:

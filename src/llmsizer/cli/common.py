@@ -13,7 +13,6 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs import check_model_name, check_output, short
-from ..models import load_model
 from ..numbers import (
     AMOUNT,
     BYTES,
@@ -221,9 +220,13 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tied", action="store_true", help="tied input/output embeddings")
 
 
-def resolve_model(args: argparse.Namespace, load: Callable[..., ModelSpec] = load_model) -> ModelSpec:
-    """The model the command names: MODEL through ``load`` (``load_model``: a path, a catalog name or a Hub id;
-    the web API passes its own loader, which never opens a server-side path), or the manual fields."""
+def resolve_model(args: argparse.Namespace, load: Callable[..., ModelSpec] | None = None) -> ModelSpec:
+    """The model the command names: MODEL through ``load`` (None: ``models.load_model``, a path, a catalog name or a
+    Hub id, imported here and not with the parser: the catalog and its readers are no part of `--help`; the web API
+    passes its own loader, which never opens a server-side path), or the manual fields."""
+    if load is None:
+        from ..models import load_model
+        load = load_model
     manual = any(getattr(args, k) is not None for k in ("params", "layers", "hidden", "heads"))
     if args.model and manual:
         raise InputError("give a MODEL or manual fields (--params/--layers/...), not both")

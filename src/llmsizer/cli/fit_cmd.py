@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..estimate.device import llamacpp_split_apart_why
-from ..estimate.duration import Duration
-from ..estimate.fit import FitResult, fit, fit_training, llamacpp_copy, per_replica, target_and_count
-from ..estimate.llamacpp_fit import LlamaCppFit, copies_note, fit_llamacpp, gpu_free
 from ..numbers import COUNT, KWH_PRICE, MAX_GPUS, REQUEST_RATE
-from ..render.fit_text import render_fit
 from ..render.safe import say
 from ..specs import ModelSpec
 from ..specs.workload import InferenceWorkload, engine_rule_text, normalize_engine
@@ -29,7 +24,6 @@ from .common import (
     money_arg,
     resolve_model,
 )
-from .train_cmd import render_duration
 from .workload_args import (
     add_fit_target_arg,
     add_headroom_arg,
@@ -42,6 +36,14 @@ from .workload_args import (
     refuse_untimed_utilization,
     training_fields,
 )
+
+if TYPE_CHECKING:
+    from ..estimate.duration import Duration
+    from ..estimate.fit import FitResult
+    from ..estimate.llamacpp_fit import LlamaCppFit
+
+# the estimators and the text renderer are imported where a fit is made, not with the parser (probe33 D7: `fit
+# --help` imported every estimator, estimate.fit and estimate.duration, to print its help)
 
 EPILOG = """examples:
   llmsizer fit llama-3.1-70b-instruct --device h100-sxm --count 2     # exit 1, does not fit: the hint names fp8
@@ -121,6 +123,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
                ) -> tuple[dict[str, Any], int, FitResult | LlamaCppFit, Duration | None]:
     """The answer of `fit` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
     returns the same data. With --auto the result is llama.cpp's auto-fit (LlamaCppFit)."""
+    from ..estimate.fit import fit, fit_training
     if args.train:
         refuse_serving_flags(args)
         refuse_untimed_utilization(args)
@@ -181,6 +184,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
+    from ..estimate.llamacpp_fit import LlamaCppFit
+    from ..render.fit_text import render_fit
+    from .train_cmd import render_duration
     if isinstance(r, LlamaCppFit):
         say(str(r))
         return code
@@ -198,6 +204,9 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any], per_node:
     """`fit --auto`: llama.cpp's auto-fit (estimate/llamacpp_fit.py) on the GPUs named by --free or --device: one
     copy over one machine's GPUs (estimate/fit.py ``llamacpp_copy``, the layout `fit` sizes; machines of
     --gpus-per-node, the instance's or 8), at its share of the load, the other machines replicas of it."""
+    from ..estimate.device import llamacpp_split_apart_why
+    from ..estimate.fit import llamacpp_copy, per_replica, target_and_count
+    from ..estimate.llamacpp_fit import copies_note, fit_llamacpp, gpu_free
     if not args.auto:
         raise InputError("--free applies to --auto")
     if fields.get("engine") is not None and normalize_engine(fields["engine"]) != "llamacpp":

@@ -112,19 +112,26 @@ def register(sub: Any) -> None:
     p = sub.add_parser("formats", help=COMMAND_HELP["formats"],
                        description="List the weight formats llmsizer knows.")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=lambda a: emit_json(format_names()) if a.json else say("\n".join(format_names())))
+    p.set_defaults(func=lambda a: emit_json(formats_answer()) if a.json else say("\n".join(format_names())))
+
+
+def formats_answer() -> dict[str, Any]:
+    """`formats --json` (and the web's GET /formats): ``{schema_version, kind: "formats", formats: [names]}``."""
+    return envelope("formats", {"formats": format_names()})
 
 
 def models_answer(args: argparse.Namespace) -> tuple[Any, int]:
-    """`models [QUERY] [--fits-on ...] --json` data and exit code (the web API's model list returns the same)."""
+    """`models [QUERY] [--fits-on ...] --json` data and exit code (the web API's model list returns the same):
+    ``{schema_version, kind: "models", models: [...]}``, with --fits-on ``kind: "models-fits-on"``."""
     _fits_on_flags_need_fits_on(args)
     if args.fits_on:
         data, code, _ = fits_on_answer(args)
         return data, code
     found = catalog.search_some(args.query)
-    return [{"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
-             "published_params": e.published_params, "model_type": e.config.get("model_type"),
-             "source": e.public_source, "retrieved": e.retrieved} for e in found], 0
+    return envelope("models", {"models": [
+        {"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
+         "published_params": e.published_params, "model_type": e.config.get("model_type"),
+         "source": e.public_source, "retrieved": e.retrieved} for e in found]}), 0
 
 
 def cmd_models(args: argparse.Namespace) -> int:

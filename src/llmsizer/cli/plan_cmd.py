@@ -7,15 +7,20 @@ import datetime as _dt
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..plan import Plan, make_plan
-from ..render.plan_text import render_plan_text
 from ..render.safe import say
-from ..request import Request, RequestError, load_request
 from .commands import COMMAND_HELP
 from .common import add_force, check_output_file, write_atomic
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+    from ..request import Request
+
+# the planner, the request reader and the plan's text renderer are imported where a plan is made, not with the
+# parser: `plan --help` built the parser after importing the whole planner (llmsizer.plan: every estimator; probe33
+# D7; `plan --help` 1.07 -> 0.22 s CPU here)
 
 EPILOG = """examples:
   llmsizer plan examples/lora-finetune-and-chat.yaml
@@ -85,6 +90,7 @@ def plan_answer(req: Request, args: argparse.Namespace, today: _dt.date | None, 
     no chart), so the catalog search for them, when a job names its resources, is not run for it: the summary is
     the same as with --no-alternatives (probe28 D7: 182 fit_training, 1.4 of 1.3-1.4 s CPU for the LoRA example).
     A job naming no resources is planned on the search's choice whatever ``shown`` says."""
+    from ..plan import make_plan
     return make_plan(req, hardware_files=args.hardware_file, today=today,
                      alternatives=shown and not args.no_alternatives)
 
@@ -101,6 +107,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if out is not None:
         check_output_file(out, inputs, force=args.force)  # before any work: a folder, a device, an input or an
         # existing file (without --force) is refused up front
+    from ..render.plan_text import render_plan_text
+    from ..request import RequestError, load_request
     try:
         req = load_request(args.request, hardware_files=args.hardware_file)
     except RequestError as e:

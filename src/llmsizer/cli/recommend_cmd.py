@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..estimate.fit import rate_and_concurrency
-from ..numbers import BUDGET, KWH_PRICE, REQUEST_RATE, TOKEN_RATE, TOP
-from ..recommend import Constraints, Recommendation, recommend_inference, recommend_training
-from ..render.recommend_text import DEFAULT_TOP, render_recommendation
+from ..numbers import BUDGET, DEFAULT_TOP, KWH_PRICE, REQUEST_RATE, TOKEN_RATE, TOP
 from ..render.safe import say
 from ..specs import InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
@@ -25,6 +22,12 @@ from .workload_args import (
     refuse_training_flags,
     training_fields,
 )
+
+if TYPE_CHECKING:
+    from ..recommend import Recommendation
+
+# the search, the estimators and the text renderer are imported where a recommendation is made, not with the parser
+# (probe33 D7: `recommend --help` imported every estimator to print its help)
 
 EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --infer --context 8k --concurrency 8
@@ -90,6 +93,8 @@ def register(sub: Any) -> None:
 def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, Any], int, Recommendation]:
     """The answer of `recommend` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
     returns the same data."""
+    from ..estimate.fit import rate_and_concurrency
+    from ..recommend import Constraints, recommend_inference, recommend_training
     cons = Constraints(max_cost_per_hour=args.max_cost_per_hour, tokens_per_second=args.tokens_per_second,
                        user_tokens_per_second=args.user_tokens_per_second,
                        max_ttft=args.max_ttft, deadline=args.deadline, max_cost=args.max_cost,
@@ -130,5 +135,6 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
+    from ..render.recommend_text import render_recommendation
     say(render_recommendation(rec, args.top))
     return code

@@ -269,9 +269,12 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--dp", "--data-parallel", type=int_arg(COUNT), dest="data_parallel",
                    help="vLLM, SGLang: data-parallel engine ranks per replica (vLLM --data-parallel-size, SGLang "
                         "--attn-dp-size), each of --tp devices running its own share of the sequences; an MoE's "
-                        "routed experts are split over all of them, and on SGLang the dense MLPs, shared experts "
-                        "and lm_head too (default 1)")
-    g.add_argument("--enable-expert-parallel", action="store_true", default=None, dest="expert_parallel",
+                         "routed experts are split over all of them, and on SGLang the dense MLPs, shared experts "
+                         "and lm_head too (default 1)")
+    # --expert-parallel: the name a request file and every answer give it (``expert_parallel``), so the web takes
+    # that field too, as it takes ``dp`` / ``data_parallel`` (one alias table: the option strings, web/bridge.py)
+    g.add_argument("--enable-expert-parallel", "--expert-parallel", action="store_true", default=None,
+                   dest="expert_parallel",
                    help="vLLM --enable-expert-parallel (SGLang --ep-size dp x tp): an MoE's routed experts whole "
                         "on each device, split over --dp x --tp devices, instead of each expert tensor-parallel "
                         "(default: off)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..numbers import DEFAULT_TOP
 from ..recommend import Option, Recommendation
 from ..units import format_bytes, format_count, format_rate, format_seconds, format_usd
 from .markdown import format_value
@@ -21,8 +22,6 @@ def option_name(o: Option) -> str:
     return f"{o.target} ({o.ownership})" if o.ownership else o.target
 
 
-# options and rejections a recommendation's text shows (recommend --top's default, one home)
-DEFAULT_TOP = 8
 
 
 def option_rows(rec: Recommendation, top: int = DEFAULT_TOP) -> tuple[list[list[str]], list[str]]:

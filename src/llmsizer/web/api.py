@@ -272,8 +272,8 @@ async def _inspect(request: Request, fields: dict[str, Any], not_found: bool = F
 
 @router.get("/formats", summary="weight formats (formats --json)", responses={200: _ANSWER})
 async def formats(request: Request) -> Response:
-    from ..formulas.weight_formats import format_names
-    return await run(request, lambda: json_answer(format_names()), fields={})
+    from ..cli.model_cmds import formats_answer
+    return await run(request, lambda: json_answer(formats_answer()), fields={})
 
 
 @router.get("/hardware", summary="the hardware catalog (hardware list --json)", responses={200: _ANSWER, **_ERRORS})

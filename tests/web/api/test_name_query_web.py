@@ -11,7 +11,7 @@ pytest.importorskip("fastapi")
 
 def test_models_query_matches_words(client) -> None:
     r = client.get("/api/v1/models", params={"query": "7b"})
-    ids = {m["id"] for m in r.json()}
+    ids = {m["id"] for m in r.json()["models"]}
     assert r.status_code == 200 and "Qwen/Qwen2.5-7B" in ids
     assert not ids & {"google/gemma-2-27b-it", "Qwen/Qwen3-1.7B", "meta-llama/Llama-4-Scout-17B-16E-Instruct"}
 

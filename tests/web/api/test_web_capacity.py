@@ -99,7 +99,7 @@ def test_check_of_a_request_naming_no_hardware_is_the_cli_answer(provider):
     out = cli(tmp, REQUESTER, "check", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--json")
     assert r.status_code == 200, r.text
     assert r.text == out.stdout and r.headers["x-llmsizer-exit-code"] == "0"
-    (answer,) = r.json()
+    (answer,) = r.json()["jobs"]
     assert answer["fits"] and answer["need"]["device"] == "a100-pcie-80gb"
     assert answer["assumption"].startswith("assumed: the request names no hardware")
 
@@ -108,15 +108,15 @@ def test_book_lifecycle_show_export_match_the_cli(provider):
     c, tmp, cfg = provider
     r = book(c, 0)
     assert r.status_code == 200, r.text
-    (b,) = r.json()
+    (b,) = r.json()["reservations"]
     assert b["state"] == "held" and not b["existing"]
     again = book(c, 0)  # the same request and job: the existing booking (idempotency key)
     # one shape for a new and an existing booking (probe10 #8: the existing one was {id, job, state, existing})
-    assert again.json() == [{**b, "existing": True}] and b["job"] == "support-chat-0"
+    assert again.json()["reservations"] == [{**b, "existing": True}] and b["job"] == "support-chat-0"
     r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
-    assert r.status_code == 200 and r.json() == [{"id": b["id"], "before": "held", "after": "confirmed"}]
+    assert r.status_code == 200 and r.json()["transitions"] == [{"id": b["id"], "before": "held", "after": "confirmed"}]
     r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
-    assert r.headers["x-llmsizer-exit-code"] == "1" and r.json()[0]["refused"] == f"{b['id']} is already confirmed"
+    assert r.headers["x-llmsizer-exit-code"] == "1" and r.json()["transitions"][0]["refused"] == f"{b['id']} is already confirmed"
     show = c.get("/api/v1/capacity/show", params={"at": "2030-10-01"}, headers=bearer(REQUESTER))
     out = cli(tmp, REQUESTER, "show", "--inventory", cfg.inventory, "--db", cfg.db, "--at", "2030-10-01", "--json")
     assert show.text == out.stdout
@@ -132,7 +132,7 @@ def test_book_lifecycle_show_export_match_the_cli(provider):
                   *(f"--{k}={v}" for k, v in who.items()))
         assert r.status_code == 200 and r.text == out.stdout and out.returncode == 0
     r = c.post("/api/v1/capacity/release", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
-    assert r.json() == [{"id": b["id"], "before": "confirmed", "after": "released"}]
+    assert r.json()["transitions"] == [{"id": b["id"], "before": "confirmed", "after": "released"}]
     r = c.get(f"/api/v1/capacity/export/{b['id']}", params={"format": "slurm"}, headers=bearer(OPERATOR))
     assert r.status_code == 409 and "only a confirmed or active booking" in r.json()["detail"]
 
@@ -140,7 +140,7 @@ def test_book_lifecycle_show_export_match_the_cli(provider):
 @pytest.mark.parametrize("action", MUTATING)
 def test_mutating_call_without_the_role_is_403_and_logged(provider, action):
     c, tmp, cfg = provider
-    (b,) = book(c, 1).json()
+    (b,) = book(c, 1).json()["reservations"]
     r = c.post(f"/api/v1/capacity/{action}", json={"ids": [b["id"]]}, headers=bearer(REQUESTER))
     assert r.status_code == 403 and r.headers["content-type"] == "application/problem+json"
     assert r.json()["detail"] == f"{action}: rick is a requester; it needs the operator role"
@@ -191,7 +191,7 @@ def test_bad_input_is_a_400_with_the_cli_message(provider):
 
 def test_console_sign_in_session_and_csrf(provider):
     c, tmp, cfg = provider
-    (b,) = book(c, 4).json()
+    (b,) = book(c, 4).json()["reservations"]
     r = c.post("/api/v1/capacity/login", json={"token": "wrong"})
     assert r.status_code == 403 and "llmsizer_session" not in r.cookies
     # worded for the sign-in, not for the action the token is checked for (probe26 C3: "show: the token ...")
@@ -207,7 +207,7 @@ def test_console_sign_in_session_and_csrf(provider):
     r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers={"X-CSRF-Token": "guess"})
     assert r.status_code == 403
     r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers={"X-CSRF-Token": csrf})
-    assert r.status_code == 200 and r.json()[0]["after"] == "confirmed"
+    assert r.status_code == 200 and r.json()["transitions"][0]["after"] == "confirmed"
     assert audit(c)[-1]["actor"] == "olga"
     view = c.get("/api/v1/capacity/console").json()
     assert [h["node"] for h in view["holds"]] == ["serve-01"] and view["nodes"][0]["devices"] == 4
@@ -235,11 +235,13 @@ def test_a_server_with_an_inventory_says_so(provider):
 
 
 def test_the_json_of_the_cli_has_not_moved(provider):
-    """The lifecycle commands' --json (new with the API): one entry per id."""
+    """The lifecycle commands' --json (new with the API): one entry per id, under ``transitions`` in the envelope
+    every answer carries (a bare list before the envelope change)."""
     c, tmp, cfg = provider
-    (b,) = book(c, 5).json()
+    (b,) = book(c, 5).json()["reservations"]
     out = cli(tmp, OPERATOR, "confirm", b["id"], "--inventory", cfg.inventory, "--db", cfg.db, "--json")
-    assert json.loads(out.stdout) == [{"id": b["id"], "before": "held", "after": "confirmed"}]
+    assert json.loads(out.stdout) == {"schema_version": 1, "kind": "capacity-confirm",
+                                      "transitions": [{"id": b["id"], "before": "held", "after": "confirmed"}]}
 
 
 def test_serve_checks_the_provider_files_before_listening(tmp_path):
@@ -259,7 +261,7 @@ def test_not_booked_is_exit_1_with_the_cli_lines(provider):
     for k in range(4):
         assert book(c, 10 + k).headers["x-llmsizer-exit-code"] == "0"
     r = book(c, 14)
-    assert r.status_code == 200 and r.json() == [] and r.headers["x-llmsizer-exit-code"] == "1"
+    assert r.status_code == 200 and r.json()["reservations"] == [] and r.headers["x-llmsizer-exit-code"] == "1"
     notes = json.loads(r.headers["x-llmsizer-notes"])
     assert len(notes) == 1 and notes[0].startswith("support-chat-14: not booked: ")
     req = tmp / "r14.yaml"
@@ -277,7 +279,7 @@ def test_console_queue_says_which_held_booking_no_longer_fits(provider):
     from llmsizer.web.api_capacity import ProviderConfig
     from llmsizer.web.app import create_app
     c, tmp, cfg = provider
-    ids = [book(c, 20 + k).json()[0]["id"] for k in range(2)]
+    ids = [book(c, 20 + k).json()["reservations"][0]["id"] for k in range(2)]
     small = tmp / "small.yaml"
     small.write_text(INVENTORY.replace("devices: 4", "devices: 1"))
     with TestClient(create_app(provider=ProviderConfig(str(small), cfg.db, cfg.auth, b"k" * 32))) as s:
@@ -285,7 +287,7 @@ def test_console_queue_says_which_held_booking_no_longer_fits(provider):
         assert [(q["id"], q["fits"]) for q in queue] == [(rid, False) for rid in ids]
         assert all("node:serve-01 would hold 2 of 1" in q["binding"] for q in queue), queue
         r = s.post("/api/v1/capacity/confirm", json={"ids": ids[:1]}, headers=bearer(OPERATOR))
-        assert r.json()[0]["refused"] == queue[0]["binding"]  # confirm's reason, word for word
+        assert r.json()["transitions"][0]["refused"] == queue[0]["binding"]  # confirm's reason, word for word
     queue = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]
     assert all(q["fits"] for q in queue)
 
@@ -335,12 +337,12 @@ def test_a_requester_cannot_set_now(provider):
     assert r.status_code == 400 and "before now" in r.json()["detail"]
     r = c.post("/api/v1/capacity/book", json={"request": past, "job": "support-chat-41", "now": NOW,
                                               "state": "held"}, headers=bearer(OPERATOR))
-    assert r.status_code == 200 and r.json()[0]["state"] == "held"
+    assert r.status_code == 200 and r.json()["reservations"][0]["state"] == "held"
 
 
 def test_a_csrf_refusal_is_logged(provider):
     c, tmp, cfg = provider
-    (b,) = book(c, 42).json()
+    (b,) = book(c, 42).json()["reservations"]
     c.post("/api/v1/capacity/login", json={"token": OPERATOR})
     r = c.post("/api/v1/capacity/release", json={"ids": [b["id"]]}, headers={"X-CSRF-Token": "forged"})
     assert r.status_code == 403
@@ -387,7 +389,7 @@ def test_an_inventory_edit_that_orphans_live_bookings_says_so_and_the_console_li
     (as `capacity import` writes an inventory), and answers with what `capacity show` warns of, in its words; the
     console lists the orphaned bookings."""
     c, tmp, cfg = provider
-    ids = [book(c, 40 + k).json()[0]["id"] for k in range(2)]
+    ids = [book(c, 40 + k).json()["reservations"][0]["id"] for k in range(2)]
     renamed = INVENTORY.replace("id: serve-01", "id: serve-1")
     r = c.put("/api/v1/capacity/inventory", json={"inventory": renamed}, headers=bearer(OPERATOR))
     assert r.status_code == 200
@@ -411,8 +413,8 @@ def test_console_queue_says_whether_a_requested_booking_fits(provider):
     from llmsizer.web.api_capacity import ProviderConfig
     from llmsizer.web.app import create_app
     c, tmp, cfg = provider
-    ids = [book(c, 50 + k, state="requested").json()[0]["id"] for k in range(2)]
-    held = book(c, 52).json()[0]["id"]
+    ids = [book(c, 50 + k, state="requested").json()["reservations"][0]["id"] for k in range(2)]
+    held = book(c, 52).json()["reservations"][0]["id"]
     queue = {q["id"]: q for q in c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]}
     assert [(queue[i]["state"], queue[i]["fits"], queue[i]["binding"]) for i in ids] == [("requested", True, "")] * 2
     small = tmp / "small.yaml"
@@ -422,10 +424,10 @@ def test_console_queue_says_whether_a_requested_booking_fits(provider):
         assert [queue[i]["fits"] for i in ids] == [False] * 2
         assert all("node:serve-01 would hold 2 of 1" in queue[i]["binding"] for i in ids)
         r = s.post("/api/v1/capacity/confirm", json={"ids": ids[:1]}, headers=bearer(OPERATOR))
-        assert r.json()[0]["refused"] == queue[ids[0]]["binding"]  # what the queue said, word for word
+        assert r.json()["transitions"][0]["refused"] == queue[ids[0]]["binding"]  # what the queue said, word for word
         assert queue[held]["fits"] is True  # requested bookings hold nothing: the held one alone fits
     r = c.post("/api/v1/capacity/confirm", json={"ids": ids[:1]}, headers=bearer(OPERATOR))
-    assert r.json() == [{"id": ids[0], "before": "requested", "after": "confirmed"}]
+    assert r.json()["transitions"] == [{"id": ids[0], "before": "requested", "after": "confirmed"}]
 
 
 def test_a_maintenance_window_saved_over_a_booking_is_listed(provider):
@@ -433,7 +435,7 @@ def test_a_maintenance_window_saved_over_a_booking_is_listed(provider):
     console; it lies outside the windows the service's request agreed to (recorded with the booking, schema 5), so
     it is refused as a training run's would be."""
     c, tmp, cfg = provider
-    (b,) = book(c, 60).json()
+    (b,) = book(c, 60).json()["reservations"]
     start = b["start"][:10]
     window = f"maintenance: [{{start: {start}T06:00, end: {start}T08:00, nodes: [serve-01]}}]\n"
     r = c.put("/api/v1/capacity/inventory", json={"inventory": INVENTORY + window}, headers=bearer(OPERATOR))

@@ -19,7 +19,7 @@ def test_show_gives_utilisation_and_the_plans_numbers(provider):  # noqa: F811
     c, tmp, cfg = provider
     r = book(c, 0, OPERATOR, "confirmed")
     assert r.status_code == 200, r.text
-    (b,) = r.json()
+    (b,) = r.json()["reservations"]
     show = c.get("/api/v1/capacity/show", headers=bearer(REQUESTER)).json()
     assert show["utilisation"] == {k: 0.0 for k in show["utilisation"]} and "node:serve-01" in show["utilisation"]
     inside = c.get("/api/v1/capacity/show", params={"at": b["start"]}, headers=bearer(REQUESTER)).json()
@@ -27,7 +27,7 @@ def test_show_gives_utilisation_and_the_plans_numbers(provider):  # noqa: F811
     # the inventory's one node holds 4 devices: the booking's device count, a quarter each
     assert inside["utilisation"]["node:serve-01"] == pytest.approx(row["devices"] / 4) and row["devices"] >= 1
     check = c.post("/api/v1/capacity/check", json={"request": chat(0), "no_db": True}, headers=bearer(REQUESTER))
-    (need,) = [a["need"] for a in check.json() if a["job"] == b["job"]]
+    (need,) = [a["need"] for a in check.json()["jobs"] if a["job"] == b["job"]]
     assert row["memory_per_device"] == need["memory_per_device"] == b["memory_per_device"] > 0
     assert row["cost"] == b["cost"] and b["cost"] is not None
     console = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()

@@ -69,7 +69,7 @@ def provider_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                            json={"request": LORA.replace("support-chat", f"support-chat-{k}").replace(
                                      ": 2025-09-", ": 2030-09-"),  # a future window: the server's clock decides
                                  "job": f"support-chat-{k}", "state": state})
-            assert r.status_code == 200 and len(r.json()) == 1, r.text
+            assert r.status_code == 200 and len(r.json()["reservations"]) == 1, r.text
         yield base
     finally:
         proc.terminate()

@@ -115,7 +115,7 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     rows = page.locator("#fits-table tbody tr")
     assert rows.count() == len(want["models"])
     ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
-    by_name = {e["name"]: e["id"] for e in cli("models")}
+    by_name = {e["name"]: e["id"] for e in cli("models")["models"]}
     cli_order = [by_name[ln.split()[0]] for ln in table.splitlines()[2:] if ln.split() and ln.split()[0] in by_name]
     assert ids == cli_order == [m["id"] for m in want["models"]]  # the answer's own order (its "order" line)
     assert want["order"] in page.locator("#fits-order").inner_text()

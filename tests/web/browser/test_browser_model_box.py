@@ -32,7 +32,7 @@ def _suggested(page: Page) -> list[str]:
 
 @pytest.mark.parametrize("words", ["7b", "qwen 2.5"])
 def test_the_suggestions_are_the_models_the_cli_finds(page: Page, words: str) -> None:
-    want = [m["name"] for m in cli("models", words)][:12]  # the CLI's answer to the same words
+    want = [m["name"] for m in cli("models", words)["models"]][:12]  # the CLI's answer to the same words
     assert want
     ready(page, "/")
     model = page.get_by_label("Model", exact=True)

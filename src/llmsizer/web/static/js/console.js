@@ -33,7 +33,7 @@ const pct = (v) => `${Math.round(v * 100)}%`;
 async function act(action, id) {
   problem("");
   try {
-    const [r] = await call("POST", `/capacity/${action}`, { ids: [id] });
+    const [r] = (await call("POST", `/capacity/${action}`, { ids: [id] })).transitions;
     $("status").textContent = r.refused ? `${id}: refused: ${r.refused}` : `${id}: ${r.before} -> ${r.after}`;
   } catch (e) {
     problem(e.message);

@@ -56,7 +56,7 @@ export function modelPicker(onChange, onSettle = () => {}) {
     const mine = ++asked;
     if (!v) { matches = []; hide(); return; }
     let models = [];
-    try { models = await get(`/models?query=${encodeURIComponent(v)}`); } catch { models = []; } // none match: a 400
+    try { models = (await get(`/models?query=${encodeURIComponent(v)}`)).models; } catch { models = []; } // none match: a 400
     if (mine !== asked) return;
     matches = models;
     show(models);
