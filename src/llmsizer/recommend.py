@@ -987,7 +987,10 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
                 bound.append(found)
         return picks[k]
 
-    k = 1
+    # a share refused on every rung at MAX_REPLICAS copies (the smallest asked) is refused at every larger share:
+    # each rung's refusal is monotone in the rate (its ceilings do not depend on it), so where one copy and
+    # MAX_REPLICAS copies are both past capacity the doubling below walks every count to MAX_REPLICAS's pick
+    k = MAX_REPLICAS if at(1).past_capacity and at(MAX_REPLICAS).past_capacity else 1
     while at(k).status != "meets":
         pick = at(k)
         alone = pick.fit is not None and serves_alone(pick.fit)

@@ -512,9 +512,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
             one_layout = len(serving_layout(eng, dev, n, per_node).tensor_parallel_options(spec, n, per_node)) == 1 \
                 and not reach_of(eng)[0]  # (stages: fit may take a pipeline layout at the rate)
-            try:
+            try:  # a refusal after the first (``capacity`` said) is read only as one: its ceilings unasked
                 r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
-                        refusal_only=refusal_only, climb_stops=one_layout, miss=miss if one_layout else None,
+                        refusal_only=refusal_only or capacity is not None, climb_stops=one_layout,
+                        miss=miss if one_layout else None,
                         **{k: v for k, v in args.items() if k != "concurrency"})
             except RateMissCertain as e:  # misses at the fixed point (or is refused there): reasons unread
                 if first_fit is None:
