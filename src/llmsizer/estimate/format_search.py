@@ -305,7 +305,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     rung also stops its climb once it certainly misses (``fit(miss=)``, ``misses_at_every_load``): its answer there
     stands for the fixed point's (more in flight than replicas, as there), or for a refusal of the rate, which this
     caller reads alike unless a later rung's miss is one request per replica (``serves_alone``): then the pick is
-    asked again in full."""
+    asked again in full. Whatever ``refusal_only``, a rung refused after the first (whose line is the pick's
+    ``capacity`` reason) is asked refusal-only too: its text is never read, so its ceilings are not sized."""
     dev, n = device, count
     given = fields or {}
     settings = {**given, "host_device": host_device, "host_memory": host_memory}  # which may name the engine
