@@ -1516,8 +1516,9 @@ def _rate_engine(spec: ModelSpec, hardware: str | Device | Instance, count: int 
     (recommend's ``_rate_copies``: 414 stages -> 79 at 20/s on the bench)."""
     args = {k: v for k, v in kw.items() if k != "fits_at"}
     key: tuple[Any, ...] | None
-    try:
-        key = (id(spec), hardware if isinstance(hardware, str) else id(hardware), count, tuple(args.items()),
+    try:  # (a list, the CLI's hardware_files, keyed as its items: unhashable, it kept every CLI search off the memo)
+        key = (id(spec), hardware if isinstance(hardware, str) else id(hardware), count,
+               tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in args.items()),
                tuple(map(type, args.values())), tuple(workload.items()), tuple(map(type, workload.values())))
         hit = _RATE_ENGINE.get(key)
     except TypeError:  # an unhashable field: no memo
