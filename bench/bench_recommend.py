@@ -37,6 +37,11 @@ CASES = [
     # _rate_copies, estimate/serving_load.py rate_fixed_point): many fits per candidate
     ("llama-3.1-8b, vllm, 4k, 512 out, 20 requests/s", "llama-3.1-8b",
      lambda spec: recommend_inference(spec, engine="vllm", context=4096, output_tokens=512, request_rate=20)),
+    # every engine (llama.cpp's CPU and Apple candidates refused even at MAX_REPLICAS copies: ratefast, probe33 D2)
+    ("llama-3.1-8b, 4k, 256 out, 20 requests/s", "llama-3.1-8b",
+     lambda spec: recommend_inference(spec, context=4096, output_tokens=256, request_rate=20)),
+    ("qwen3-30b-a3b (MoE), 5 requests/s", "qwen3-30b-a3b",
+     lambda spec: recommend_inference(spec, request_rate=5)),
     ("llama-3.1-8b training, 10B tokens, 3 days", "llama-3.1-8b",
      lambda spec: recommend_training(spec, tokens=1e10, constraints=Constraints(deadline=3 * 86400))),
 ]
@@ -49,6 +54,7 @@ def clear() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--only", default="", help="run only the cases whose label contains this text")
     a = ap.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     t = time.perf_counter()
@@ -57,6 +63,8 @@ def main() -> None:
           f"{len(cat.instances)} instances")
     worst = 0.0
     for label, model, run in CASES:
+        if a.only not in label:
+            continue
         spec = find(model).spec()
         cold, warm = [], []
         for _ in range(a.repeat):

@@ -968,7 +968,11 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
     ``rate_bound`` (eq. Q10a's capacity of every rung, the same at every share) is past capacity without asking
     (below MAX_REPLICAS, whose pick's reason is said): the counts tried and the answer are the same. Below
     MAX_REPLICAS a past-capacity pick's reason is never said, so those picks ask ``refusal_only`` (the refusal without
-    the deployment's ceilings, the climb stopped once refusal is certain): the same status at every count."""
+    the deployment's ceilings, the climb stopped once refusal is certain): the same status at every count. Where one
+    copy is past capacity, MAX_REPLICAS copies are asked next: past capacity there too, every count between is (a
+    rung refused at a share is refused at every larger one: a deployment's ceilings do not depend on the rate asked),
+    so the doubling would walk them all to MAX_REPLICAS's pick, the answer given at once
+    (tests/estimate/test_rate_copies_jump.py asks each count between)."""
     picks: dict[int, FormatPick] = {}
     sized: dict[tuple[str, str, int | None], MemoryFit] = {}
     bound: list[float] = []  # eq. Q10a's capacity of one copy, every rung refused at or above it
@@ -987,7 +991,10 @@ def _rate_copies(spec: ModelSpec, cand: _Candidate, rate: float, context: int, o
                 bound.append(found)
         return picks[k]
 
-    k = 1
+    # a share refused on every rung at MAX_REPLICAS copies (the smallest asked) is refused at every larger share:
+    # each rung's refusal is monotone in the rate (its ceilings do not depend on it), so where one copy and
+    # MAX_REPLICAS copies are both past capacity the doubling below walks every count to MAX_REPLICAS's pick
+    k = MAX_REPLICAS if at(1).past_capacity and at(MAX_REPLICAS).past_capacity else 1
     while at(k).status != "meets":
         pick = at(k)
         alone = pick.fit is not None and serves_alone(pick.fit)

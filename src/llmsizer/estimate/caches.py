@@ -35,7 +35,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     from .training import gather_units as training_gather_units
     from .training import states as training_states
 
-    for memo in (fit._SPEED_MEMO, fit._SPEED_MODELS, fit._DEVICE_SPEED_KEYS, fit._CLOSED_MEMO, fit._GRID_MEMO, fit._RATE_SECONDS_MEMO, fit._RATE_ENGINE,
+    for memo in (fit._SPEED_MEMO, fit._PIPELINED_MEMO, fit._SPEED_MODELS, fit._DEVICE_SPEED_KEYS, fit._CLOSED_MEMO, fit._GRID_MEMO, fit._RATE_SECONDS_MEMO, fit._RATE_ENGINE,
                  fit._FIT_SETUPS,
                  fit._TRAINING_CACHE,
                  inference_compose._MEMO, inference_compose._SIZED, training_compose._MEMO, training_compose._MEASURED,

@@ -913,6 +913,27 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     return hit
 
 
+# ``pipelined``'s answers, by the tensor-parallel speed object they were made from (identity: ``_speed_cached``'s,
+# which the memo keeps alive) and the rest of its arguments
+_PIPELINED_MEMO: dict[tuple[Any, ...], tuple[SpeedEstimate, SpeedEstimate]] = {}
+
+
+def _pipelined_cached(sp: SpeedEstimate, concurrency: int, pp: int, hidden: int, bandwidth: float | None,
+                      bandwidth_why: str, hop_latency: float) -> SpeedEstimate:
+    """speed_layout.py ``pipelined`` memoized: one object per answer, so that the memos keyed on a speed's identity
+    (``closed_speed_load``, ``layout_grid``: eq. Q13's X(k)) find a pipeline layout's speed again at each step of a
+    rate's climb (a new object per call made them recompute every closed load of every pipeline layout)."""
+    key = (id(sp), concurrency, pp, hidden, bandwidth, bandwidth_why, hop_latency)
+    hit = _PIPELINED_MEMO.get(key)
+    if hit is not None and hit[0] is sp:
+        return hit[1]
+    out = pipelined(sp, concurrency, pp, hidden, bandwidth, bandwidth_why, hop_latency)
+    if len(_PIPELINED_MEMO) > 4096:
+        _PIPELINED_MEMO.clear()
+    _PIPELINED_MEMO[key] = (sp, out)
+    return out
+
+
 def hourly_price(device: Device, count: int, instance: Instance | None = None,
                  kwh_price: float | None = None) -> tuple[float | None, str, str]:
     """(USD per hour, basis, how) of ``count`` x ``device``: an instance's on-demand price; else the device's given
@@ -1498,8 +1519,9 @@ def _rate_engine(spec: ModelSpec, hardware: str | Device | Instance, count: int 
     (recommend's ``_rate_copies``: 414 stages -> 79 at 20/s on the bench)."""
     args = {k: v for k, v in kw.items() if k != "fits_at"}
     key: tuple[Any, ...] | None
-    try:
-        key = (id(spec), hardware if isinstance(hardware, str) else id(hardware), count, tuple(args.items()),
+    try:  # (a list, the CLI's hardware_files, keyed as its items: unhashable, it kept every CLI search off the memo)
+        key = (id(spec), hardware if isinstance(hardware, str) else id(hardware), count,
+               tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in args.items()),
                tuple(map(type, args.values())), tuple(workload.items()), tuple(map(type, workload.values())))
         hit = _RATE_ENGINE.get(key)
     except TypeError:  # an unhashable field: no memo
@@ -2172,7 +2194,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                engine_version, mesh, model, group, other, enc, attention, net, asynch)
             bw, why, hop_latency = pipeline_hop_bandwidth(device, node_net, per_node, t, layout.pipeline,
                                                           links[0] if links else None)
-            return pipelined(sp, per, layout.pipeline, spec.hidden_size, bw, why, hop_latency)
+            return _pipelined_cached(sp, per, layout.pipeline, spec.hidden_size, bw, why, hop_latency)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
                              engine_version, mesh, model, group, other, enc, attention, net, asynch, layout.data,
                              expert_parallel)

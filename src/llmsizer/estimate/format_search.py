@@ -305,7 +305,8 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
     rung also stops its climb once it certainly misses (``fit(miss=)``, ``misses_at_every_load``): its answer there
     stands for the fixed point's (more in flight than replicas, as there), or for a refusal of the rate, which this
     caller reads alike unless a later rung's miss is one request per replica (``serves_alone``): then the pick is
-    asked again in full."""
+    asked again in full. Whatever ``refusal_only``, a rung refused after the first (whose line is the pick's
+    ``capacity`` reason) is asked refusal-only too: its text is never read, so its ceilings are not sized."""
     dev, n = device, count
     given = fields or {}
     settings = {**given, "host_device": host_device, "host_memory": host_memory}  # which may name the engine
@@ -512,9 +513,10 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
             # rate-independent only where fit ranks no layouts by the rate (one degree: fit_memory's options)
             one_layout = len(serving_layout(eng, dev, n, per_node).tensor_parallel_options(spec, n, per_node)) == 1 \
                 and not reach_of(eng)[0]  # (stages: fit may take a pipeline layout at the rate)
-            try:
+            try:  # a refusal after the first (``capacity`` said) is read only as one: its ceilings unasked
                 r = fit(spec, target, cnt, request_rate=request_rate, fits_at=False, rate_bound=server,
-                        refusal_only=refusal_only, climb_stops=one_layout, miss=miss if one_layout else None,
+                        refusal_only=refusal_only or capacity is not None, climb_stops=one_layout,
+                        miss=miss if one_layout else None,
                         **{k: v for k, v in args.items() if k != "concurrency"})
             except RateMissCertain as e:  # misses at the fixed point (or is refused there): reasons unread
                 if first_fit is None:
