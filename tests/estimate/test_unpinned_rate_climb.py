@@ -13,7 +13,9 @@ full (the pinned climbs not handed to it):
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,3 +171,25 @@ def test_the_refusal_on_the_layout_carrying_most_reads_the_pinned_climbs() -> No
                                   engine="vllm", weights="bf16", context=4096, output_tokens=512, request_rate=20.0)
     assert handed == full and handed[0] == "answer" and "rate_capacity" in handed[1]["details"]
     assert seen["handed fits"] < seen["fits"]
+
+
+def test_the_rate_engine_reads_an_edited_hardware_file_again(tmp_path: Path) -> None:
+    """The kept engine is keyed by the hardware file as ``load_catalog`` keys it (its path and modification time):
+    the same path edited from a GPU to a CPU box gives the engine a fresh memory stage gives (fit's engine rule: a
+    CPU runs llama.cpp, a GPU vLLM), not the one kept for the old file."""
+    spec = find("llama-3.1-8b").spec()
+    box = tmp_path / "box.yaml"
+    kw: dict[str, Any] = dict(headroom=None, engine=None, weights=None, context=4096, output_tokens=256,
+                              memory=None, kv_dtype=None, hardware_files=[str(box)], host_device=None,
+                              engine_version=None, kwh_price=None, tensor_parallel=None, host_memory=None,
+                              fits_at=False)
+    engines = []
+    for at, kind in ((1_000_000_000, "gpu"), (1_000_000_100, "cpu")):
+        box.write_text(f"devices:\n  - {{id: box, name: Box, kind: {kind}, memory: 80GiB, "
+                       "memory_bandwidth: 2000 GB/s}\n", "utf-8")
+        os.utime(box, (at, at))
+        fresh = F.fit_memory(spec, "box", 1, **{k: v for k, v in kw.items() if k != "fits_at"}, concurrency=1,
+                             request_rate=1.0).result(False).engine
+        engines.append(F._rate_engine(spec, "box", 1, 1.0, {}, kw))
+        assert engines[-1] == fresh
+    assert engines[0] != engines[1]

@@ -965,9 +965,14 @@ def load_catalog(hardware_files: Sequence[str | Path | HardwareText] = ()) -> Ha
     base = builtin_catalog()
     if not hardware_files:
         return base
-    key = tuple((p.name, p.text, p.date) if isinstance(p, HardwareText) else
-                (str(Path(p)), Path(p).stat().st_mtime if Path(p).exists() else 0.0) for p in hardware_files)
-    return _load_with_files(key)
+    return _load_with_files(catalog_key(hardware_files))
+
+
+def catalog_key(hardware_files: Sequence[str | Path | HardwareText]) -> tuple[tuple[str, float] | tuple[str, str, str], ...]:
+    """What ``load_catalog``'s answer depends on: each file's path and modification time (a text: its name, text and
+    date); the key of every memo whose answer reads the loaded catalog (an edited file is read again)."""
+    return tuple((p.name, p.text, p.date) if isinstance(p, HardwareText) else
+                 (str(Path(p)), Path(p).stat().st_mtime if Path(p).exists() else 0.0) for p in hardware_files)
 
 
 @lru_cache(maxsize=16)

@@ -18,7 +18,7 @@ from operator import attrgetter, methodcaller
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..catalog.hardware import Device, Instance, Value, load_catalog
+from ..catalog.hardware import Device, Instance, Value, catalog_key, load_catalog
 from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.model_parallel_time import serving_pipeline_micro_batch
@@ -1519,9 +1519,10 @@ def _rate_engine(spec: ModelSpec, hardware: str | Device | Instance, count: int 
     (recommend's ``_rate_copies``: 414 stages -> 79 at 20/s on the bench)."""
     args = {k: v for k, v in kw.items() if k != "fits_at"}
     key: tuple[Any, ...] | None
-    try:  # (a list, the CLI's hardware_files, keyed as its items: unhashable, it kept every CLI search off the memo)
+    try:  # hardware_files keyed as load_catalog keys them (paths and modification times: an edited file is read
+        # again; a list, the CLI's, was unhashable and kept every CLI search off the memo)
         key = (id(spec), hardware if isinstance(hardware, str) else id(hardware), count,
-               tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in args.items()),
+               tuple((k, catalog_key(v) if k == "hardware_files" else v) for k, v in args.items()),
                tuple(map(type, args.values())), tuple(workload.items()), tuple(map(type, workload.values())))
         hit = _RATE_ENGINE.get(key)
     except TypeError:  # an unhashable field: no memo
