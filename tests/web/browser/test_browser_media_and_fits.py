@@ -116,12 +116,15 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     assert rows.count() == len(want["models"])
     ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
     by_name = {e["name"]: e["id"] for e in cli("models")["models"]}
+    name_of = {mid: name for name, mid in by_name.items()}
     cli_order = [by_name[ln.split()[0]] for ln in table.splitlines()[2:] if ln.split() and ln.split()[0] in by_name]
     assert ids == cli_order == [m["id"] for m in want["models"]]  # the answer's own order (its "order" line)
     assert want["order"] in page.locator("#fits-order").inner_text()
     for i, mid in enumerate(ids):
         m, row = names[mid], rows.nth(i)
         assert row.get_attribute("data-status") == m["status"]
+        # the row names the model as the CLI's table does (its name, from GET /api/v1/models), not its id
+        assert row.locator("th").inner_text().startswith(name_of[mid]), (mid, row.locator("th").inner_text())
         if m["status"] == "meets":
             assert row.locator("td[data-value]").get_attribute("data-value") == str(m["tokens_per_second_per_user"])
             assert row.locator("td[data-bytes]").get_attribute("data-bytes") == str(m["memory_per_device"])

@@ -128,8 +128,8 @@ async function start() {
       $("headroom").placeholder = `default ${choices.defaults.headroom}; llama.cpp on a GPU: ` +
         `${choices.defaults.fit_target / 2 ** 20} MiB`;
     }).catch(() => {}),
-    get("/models").then((ms) => {
-      names = new Map(ms.map((m) => [m.id, m.name]));
+    get("/models").then((r) => { // the envelope: the catalog's models under ``models`` (result.envelope)
+      names = new Map(r.models.map((m) => [m.id, m.name]));
     }).catch(() => {}),
     get("/hardware").then((h) => {
       $("device-options").replaceChildren(...[...(h.devices || []), ...(h.instances || [])].map((x) => el("option", { value: x.id }, x.name)));
