@@ -9,7 +9,9 @@ weights of that head the same way (``QKVParallelLinear``: ``kv_projection_share`
 Mamba-2's one B/C group on every rank (eq. TP4): ``replica_shares``. An FP8-block checkpoint shards only into whole
 blocks of its ``weight_block_size`` (eq. TP5: every sharded linear's split dimension per rank a multiple of the block),
 a GPTQ/AWQ/compressed-tensors group checkpoint only into whole groups (``quant_block_refusal``, one of the degrees
-``serving_tensor_parallel_refusal`` refuses).
+``serving_tensor_parallel_refusal`` refuses). In any format, vLLM and SGLang split every feed-forward width exactly
+(eq. TP6, ``width_refusal``: the dense MLP's and shared experts' intermediate by tp, the routed experts' by the
+ways the MoE layer splits them).
 
 A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
 role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
@@ -79,7 +81,8 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     ``weights`` the format the engine runs: fp8-block also needs every shard whole in FP8 blocks, a group format
     (gptq/awq, compressed-tensors pack-quantized groups; ``group_size`` the workload's) whole groups
     (``quant_block_refusal``; ``expert_tp`` the ways each routed expert is split where not ``tp``: 1 under expert
-    parallelism, formulas/serving_expert_parallel.py eq. EP1)."""
+    parallelism, formulas/serving_expert_parallel.py eq. EP1). In any format, every feed-forward width divides by the
+    ways it is split (``width_refusal``, eq. TP6; ``expert_tp`` the routed experts')."""
     heads = heads_refusal(spec, tp, engine)
     if heads is not None:
         return heads
