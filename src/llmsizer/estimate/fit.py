@@ -1369,7 +1369,7 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     if n % pp:
         return None  # (fit refuses it with its own line)
     options = layout.tensor_parallel_options(spec, n // pp, per_node, served_format(spec, eng, kw.get("weights")),
-                                             workload.get("group_size"))
+                                             workload.get("group_size"), bool(workload.get("expert_parallel")))
     within = [t for t in options if t <= per_node]
     if len(options) < 2:
         return None
