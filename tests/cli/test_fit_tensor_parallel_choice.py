@@ -7,8 +7,10 @@ for a model one card holds.
 
 Truth: vLLM's sharding rule written out here from its source (vllm 0.19.1 wheel: vllm/config/model.py:1110-1116, the
 attention heads divide by tp; vllm/model_executor/layers/linear.py:1012-1016 with vllm/distributed/utils.py:53-64,
-KV heads split by ``divide(kv, tp)`` below tp or replicated by ``divide(tp, kv)`` from it), the models' published
-head counts (Qwen3-8B config.json: 32 heads, 8 KV heads; Qwen2.5-14B: 40 heads, 8 KV heads), and "fits" by
+KV heads split by ``divide(kv, tp)`` below tp or replicated by ``divide(tp, kv)`` from it; the MLP's gate_up and
+down_proj split by ``divide(intermediate, tp)``, linear.py:451-457, :1417, eq. TP6), the models' published head counts
+and widths (Qwen3-8B config.json: 32 heads, 8 KV heads, intermediate_size 12288; Qwen2.5-14B: 40 heads, 8 KV heads,
+intermediate_size 13824), and "fits" by
 construction: a TP spanning machines is the smallest that fits when one replica at it fits and one at each smaller
 allowed TP does not.
 """
@@ -23,9 +25,13 @@ from llmsizer.estimate.fit import tensor_parallel_options
 from llmsizer.models import load_model
 
 
-def vllm_shards(heads: int, kv: int, tp: int) -> bool:
-    """vLLM's two checks, restated: heads % tp == 0, and divide(kv, tp) when tp < kv else divide(tp, kv)."""
-    return heads % tp == 0 and (kv % tp == 0 if tp < kv else tp % kv == 0)
+def vllm_shards(heads: int, kv: int, tp: int, intermediate: int = 0) -> bool:
+    """vLLM's checks, restated: heads % tp == 0, divide(kv, tp) when tp < kv else divide(tp, kv), and
+    divide(intermediate, tp) (the dense MLP, where given)."""
+    return heads % tp == 0 and (kv % tp == 0 if tp < kv else tp % kv == 0) and intermediate % tp == 0
+
+
+INTERMEDIATE = {"qwen3-8b": 12288, "qwen2.5-14b": 13824}  # config.json intermediate_size
 
 
 def test_an_8b_model_on_a_million_gpus_stays_within_a_machine(capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,7 +65,8 @@ def test_tp_stays_within_a_machine_when_that_fits() -> None:
 @pytest.mark.parametrize("name,count", [("qwen3-8b", 64), ("qwen2.5-14b", 10), ("qwen2.5-14b", 40)])
 def test_options_are_vllms_shardings(name: str, count: int) -> None:
     spec = load_model(name)
-    truth = [t for t in range(1, count + 1) if count % t == 0 and vllm_shards(spec.num_heads, spec.num_kv_heads, t)]
+    truth = [t for t in range(1, count + 1)
+             if count % t == 0 and vllm_shards(spec.num_heads, spec.num_kv_heads, t, INTERMEDIATE[name])]
     opts = tensor_parallel_options(spec, count, 8)
     assert opts == sorted((t for t in truth if t <= 8), reverse=True) + [t for t in truth if t > 8]
 

@@ -65,6 +65,7 @@ def clear_caches(estimates_only: bool = False) -> None:
               tensor_parallel.transformers_plan_collectives,  # per spec: the collectives of its plan
               tensor_parallel.head_replica_bytes, tensor_parallel.head_replica_elements, tensor_parallel.replica_shares,
               tensor_parallel._block_checked,  # per spec and engine: the linears eq. TP5 checks
+              tensor_parallel.split_widths,  # per spec and engine: the widths eq. TP6 checks
               tensor_parallel.moe_wna16_extra_bytes,  # per spec and layout: MoeWNA16's experts (eq. TP5b)
               lora.adapted_layout,
               lora.adapted_modules,

@@ -23,14 +23,17 @@ from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.model_parallel_time import serving_pipeline_micro_batch
 from ..formulas.network import NCCL_TUNING_SOURCE, cross_machine_send_latency, device_share_of_node_bandwidth
+from ..formulas.serving_expert_parallel import moe_split
 from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import (
     FP8_BLOCK_ENGINES,
     QUANT_SHARD_FORMATS,
+    heads_refusal,
     quant_block_refusal,
     serving_tensor_parallel_refusal,
     transformers_tensor_parallel_refusal,
+    width_refusal,
 )
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
 from ..frozen import fast_init, replace_fields
@@ -219,12 +222,16 @@ def worst_copy_machines(devices: int, per_node: int, copies: int) -> int:
 
 
 def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int, engine: str = "vllm",
-                            weights: str | None = None, group_size: int | None = None) -> list[int]:
+                            weights: str | None = None, group_size: int | None = None, data: int = 1,
+                            expert_parallel: bool = False) -> list[int]:
     """The tensor-parallel degrees ``fit`` may take for ``spec`` on ``count`` devices, in the order it sizes them.
     Each t divides ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards
     ``spec`` over (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t,
     the KV heads split or replicate evenly; ``weights`` the format ``engine`` runs: fp8-block's shards whole blocks,
-    a group format's whole groups of ``group_size``, else the checkpoint's, ``quant_block_refusal``). First those
+    a group format's whole groups of ``group_size``, else the checkpoint's, ``quant_block_refusal``; on vLLM and
+    SGLang every feed-forward width divides by the ways it is split, eq. TP6 ``width_refusal``: the routed experts'
+    by t x ``data`` ranks, or whole under ``expert_parallel``, ``layout_expert_tp``; another engine: the head rules
+    alone, ``heads_refusal``, vLLM's as the stand-in). First those
     within one machine of ``per_node`` devices, largest first
     (the largest needs the least memory per device of those on one machine's links; ``fit`` takes the fastest of
     them that fits, ``fastest_first``); then those spanning machines, smallest first (their all-reduces cross the
@@ -232,9 +239,13 @@ def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int, engine: 
     served on one device only (an encoder-decoder, ``model_warnings.one_device_serving``): 1, replicas."""
     if one_device_serving(spec):
         return [1]
-    eng, fmt = (engine, weights) if engine in FP8_BLOCK_ENGINES else ("vllm", None)
-    ways = [t for t in range(1, min(count, spec.num_heads) + 1)
-            if count % t == 0 and serving_tensor_parallel_refusal(spec, t, eng, fmt, group_size) is None] or [1]
+    def refused(t: int) -> str | None:
+        if engine not in FP8_BLOCK_ENGINES:
+            return heads_refusal(spec, t)
+        return serving_tensor_parallel_refusal(spec, t, engine, weights, group_size,
+                                               layout_expert_tp(t, data, expert_parallel))
+
+    ways = [t for t in range(1, min(count, spec.num_heads) + 1) if count % t == 0 and refused(t) is None] or [1]
     return [t for t in reversed(ways) if t <= per_node] + [t for t in ways if t > per_node]
 
 
@@ -257,15 +268,17 @@ class ServingLayout(NamedTuple):
     data: int = 1
 
     def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int, weights: str | None = None,
-                                group_size: int | None = None) -> list[int]:
+                                group_size: int | None = None, expert_parallel: bool = False) -> list[int]:
         """The degrees ``fit`` may take on this layout: 1 for replicas apart or llama.cpp (a split over one
         machine's GPUs, or one GPU a copy: it runs no tensor parallelism) or a model transformers has no
         tensor-parallel plan for (``formulas/tensor_parallel.transformers_tensor_parallel_refusal``), else
-        ``tensor_parallel_options`` (``weights``: the format the engine runs, ``served_format``)."""
+        ``tensor_parallel_options`` (``weights``: the format the engine runs, ``served_format``; this layout's
+        ``data`` ranks and ``expert_parallel``: the ways each routed expert is split, ``layout_expert_tp``)."""
         if self.apart or self.split or self.engine == "llamacpp" or (
                 self.engine == "transformers" and transformers_tensor_parallel_refusal(spec) is not None):
             return [1]
-        return tensor_parallel_options(spec, count, per_node, self.engine, weights, group_size)
+        return tensor_parallel_options(spec, count, per_node, self.engine, weights, group_size, self.data,
+                                       expert_parallel)
 
     def replicas(self, count: int, tp: int) -> int:
         """Copies of the model on ``count`` devices at tensor parallelism ``tp``: count / the GPUs of one llama.cpp
@@ -286,15 +299,25 @@ def served_format(spec: ModelSpec, engine: str, weights: str | None) -> str | No
     return engine_weights(spec, engine, weights).fmt if engine in FP8_BLOCK_ENGINES else None
 
 
-def block_skipped(spec: ModelSpec, count: int, engine: str, weights: str | None, group_size: int | None = None
-                  ) -> str | None:
-    """The line ``fit`` says where ``quant_block_refusal`` takes a degree out of ``tensor_parallel_options`` (the
-    largest one the heads' rules allow on ``count`` devices, the refusal's own words), else None."""
-    if weights not in QUANT_SHARD_FORMATS or engine not in FP8_BLOCK_ENGINES or one_device_serving(spec):
+def layout_expert_tp(tp: int, data: int, expert_parallel: bool) -> int | None:
+    """The ways each routed expert is split on a layout of ``data`` ranks of ``tp`` devices (formulas/
+    serving_expert_parallel.py eq. EP1, ``moe_split``), or None (``tp`` itself) for plain tensor parallelism."""
+    return moe_split(tp, data, expert_parallel)[0] if data > 1 or expert_parallel else None
+
+
+def block_skipped(spec: ModelSpec, count: int, engine: str, weights: str | None, group_size: int | None = None,
+                  data: int = 1, expert_parallel: bool = False) -> str | None:
+    """The line ``fit`` says where eq. TP6 (``width_refusal``: a feed-forward width the degree does not divide, any
+    format) or eq. TP5 (``quant_block_refusal``) takes a degree out of ``tensor_parallel_options`` (the largest one
+    the heads' rules allow on ``count`` devices, the refusal's own words), else None."""
+    if engine not in FP8_BLOCK_ENGINES or one_device_serving(spec):
         return None
     for t in range(min(count, spec.num_heads), 1, -1):
-        if count % t == 0 and serving_tensor_parallel_refusal(spec, t, engine) is None:
-            why = quant_block_refusal(spec, t, engine, weights, group_size)
+        if count % t == 0 and heads_refusal(spec, t, engine) is None:
+            etp = layout_expert_tp(t, data, expert_parallel)
+            why = width_refusal(spec, t, engine, etp) or (
+                quant_block_refusal(spec, t, engine, weights, group_size, etp) if weights in QUANT_SHARD_FORMATS
+                else None)
             if why is not None:
                 return f"{why} (layouts of tensor_parallel {t} skipped)"
     return None
@@ -1346,7 +1369,7 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     if n % pp:
         return None  # (fit refuses it with its own line)
     options = layout.tensor_parallel_options(spec, n // pp, per_node, served_format(spec, eng, kw.get("weights")),
-                                             workload.get("group_size"))
+                                             workload.get("group_size"), bool(workload.get("expert_parallel")))
     within = [t for t in options if t <= per_node]
     if len(options) < 2:
         return None
@@ -2014,10 +2037,11 @@ def _make_fit_setup(spec: ModelSpec, hardware: str | Device | Instance, count: i
     # the stages given without a degree: fit chooses each stage's among those whose replicas of t x pp devices fill
     # the count (the options of count / pp: t divides it exactly when t x pp divides the count), by its one rule
     runs = served_format(spec, eng, weights)
+    expert_parallel = bool(workload.get("expert_parallel"))  # the routed experts whole per device (eq. EP1)
     given_group = workload.get("group_size")  # a group format's group given (else the checkpoint's)
     tp_options = ([pinned] if pinned is not None
-                  else layout.tensor_parallel_options(spec, n // pp, per_node, runs, given_group))
-    skipped = (block_skipped(spec, n // pp, eng, runs, given_group)
+                  else layout.tensor_parallel_options(spec, n // pp, per_node, runs, given_group, expert_parallel))
+    skipped = (block_skipped(spec, n // pp, eng, runs, given_group, layout.data, expert_parallel)
                if pinned is None and not (layout.apart or split) else None)
     if skipped is not None:
         warnings.append(skipped)

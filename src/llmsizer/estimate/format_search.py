@@ -343,7 +343,7 @@ def pick_format(spec: ModelSpec, device: Device, count: int, instance: Instance 
         if not staged or given.get("data_parallel") is not None or given.get("expert_parallel") is not None:
             return {}
         lay = serving_layout(eng, dev, n, per_node)
-        return {d: d * max(lay.tensor_parallel_options(spec, n // d, per_node))
+        return {d: d * max(lay._replace(data=d).tensor_parallel_options(spec, n // d, per_node, expert_parallel=True))
                 for d in expert_options(spec, lay, n, per_node)}
 
     # stage_spread per engine and its widest replica (0: no stages), made where a rung first asks it

@@ -9,7 +9,9 @@ weights of that head the same way (``QKVParallelLinear``: ``kv_projection_share`
 Mamba-2's one B/C group on every rank (eq. TP4): ``replica_shares``. An FP8-block checkpoint shards only into whole
 blocks of its ``weight_block_size`` (eq. TP5: every sharded linear's split dimension per rank a multiple of the block),
 a GPTQ/AWQ/compressed-tensors group checkpoint only into whole groups (``quant_block_refusal``, one of the degrees
-``serving_tensor_parallel_refusal`` refuses).
+``serving_tensor_parallel_refusal`` refuses). In any format, vLLM and SGLang split every feed-forward width exactly
+(eq. TP6, ``width_refusal``: the dense MLP's and shared experts' intermediate by tp, the routed experts' by the
+ways the MoE layer splits them).
 
 A serving engine also keeps some 2-D weights whole on every rank (``REPLICATED_MATRICES``, per engine and tensor
 role): MLA's down-projections, the DSA indexer's projections, the MoE router and Qwen's shared-expert gate.
@@ -79,7 +81,22 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     ``weights`` the format the engine runs: fp8-block also needs every shard whole in FP8 blocks, a group format
     (gptq/awq, compressed-tensors pack-quantized groups; ``group_size`` the workload's) whole groups
     (``quant_block_refusal``; ``expert_tp`` the ways each routed expert is split where not ``tp``: 1 under expert
-    parallelism, formulas/serving_expert_parallel.py eq. EP1)."""
+    parallelism, formulas/serving_expert_parallel.py eq. EP1). In any format, every feed-forward width divides by the
+    ways it is split (``width_refusal``, eq. TP6; ``expert_tp`` the routed experts')."""
+    heads = heads_refusal(spec, tp, engine)
+    if heads is not None:
+        return heads
+    widths = width_refusal(spec, tp, engine, expert_tp)
+    if widths is not None:
+        return widths
+    return (quant_block_refusal(spec, tp, engine, weights, group_size, expert_tp) if weights in QUANT_SHARD_FORMATS
+            else None)
+
+
+def heads_refusal(spec: ModelSpec, tp: int, engine: str = "vllm") -> str | None:
+    """The head and group rules of ``serving_tensor_parallel_refusal`` alone (its docstring): a Mamba-2 mixer's
+    groups, the attention heads, the KV heads; None where ``tp`` meets them. The stand-in degree rule for an engine
+    that is neither vLLM nor SGLang (``estimate/fit.py`` ``tensor_parallel_options``)."""
     groups = mamba2_layout_refusal(spec, tp, engine)
     if groups is not None:
         return groups
@@ -89,8 +106,76 @@ def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int, engine: str = "vll
     if spec.mla is None and kv % tp and tp % kv:
         return (f"tensor_parallel {tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name} "
                 "(vLLM splits KV heads evenly or replicates them evenly)")
-    return (quant_block_refusal(spec, tp, engine, weights, group_size, expert_tp) if weights in QUANT_SHARD_FORMATS
-            else None)
+    return None
+
+
+# eq. TP6's linears: the dense MLP's and the shared experts' gate/up (column-parallel: output rows split, axis 0 of
+# [out, in]) and down (row-parallel: input columns split, axis 1), and the routed experts' down [hidden, I] (axis 1)
+_WIDTH_AXIS = {"ffn_gate": 0, "ffn_up": 0, "ffn_down": 1, "ffn_shexp_gate": 0, "ffn_shexp_up": 0, "ffn_shexp_down": 1,
+               "ffn_exps_down": 1}
+_WIDTH_NAMES = {"mlp": "dense MLP", "shared_experts": "shared-expert"}
+
+
+@lru_cache(maxsize=256)  # per spec and engine, like _block_checked
+def split_widths(spec: ModelSpec, engine: str) -> tuple[tuple[str, str, int], ...]:
+    """The distinct (role, component, width) of ``spec``'s feed-forward linears eq. TP6 checks on ``engine``: the
+    width ``_WIDTH_AXIS`` names of each sharded (not ``replicated_matrix``) one, every decoder layer's
+    (``ModelSpec.ffn_sizes``: a per-layer intermediate list gives each its own)."""
+    seen: dict[tuple[str, str, int], None] = {}
+    for t in model_tensors(spec):
+        axis = _WIDTH_AXIS.get(t.role)
+        if axis is not None and len(t.shape) == 2 and not replicated_matrix(engine, t, spec.model_type):
+            seen[(t.role, t.component, t.shape[axis])] = None
+    return tuple(seen)
+
+
+def width_refusal(spec: ModelSpec, tp: int, engine: str = "vllm", expert_tp: int | None = None,
+                  components: frozenset[str] | None = None) -> str | None:
+    """Why vLLM or SGLang will not build ``spec``'s feed-forward layers ``tp`` ways, whatever the weight format
+    (bf16 included), or None (eq. TP6): every split width must divide by the ways it is split,
+
+        I_dense % tp == 0,   I_shared % tp == 0,   I_expert % expert_tp == 0                                  (TP6)
+
+    (``expert_tp``: the ways each routed expert's intermediate is split, default ``tp``; 1 under expert
+    parallelism, dp x tp with data parallelism without it: formulas/serving_expert_parallel.py eq. EP1).
+
+    Sources. Both engines split a linear with ``divide``, which asserts exact divisibility (vllm 0.19.1 PyPI wheel
+    vllm/distributed/utils.py:53-64 ``ensure_divisibility`` / ``divide``; sglang 0.5.23 PyPI wheel
+    srt/distributed/utils.py:68-79): a MergedColumnParallelLinear (gate_up_proj) each output partition
+    ``divide(output_size, tp_size)`` (vllm model_executor/layers/linear.py:451-457; sglang srt/layers/linear.py
+    :483-489), a RowParallelLinear (down_proj) ``divide(input_size, tp_size)`` (vllm linear.py:1417; sglang
+    linear.py:1611): the dense MLPs and the shared experts (vLLM's DeepseekV2MLP / Qwen2MoeMLP are these layers).
+    The fused routed experts: ``assert intermediate_size % self.tp_size == 0`` before
+    ``intermediate_size_per_partition = intermediate_size // self.tp_size`` (vllm
+    model_executor/layers/fused_moe/layer.py:425-426, the MoE layer's own tp: 1 under expert parallelism,
+    fused_moe/config.py:1116-1131; the quant methods' create_weights, Fp8MoEMethod and the rest, only receive the
+    partition, the padding of ``maybe_roundup_sizes`` :537-545 comes after the assert); sglang
+    srt/layers/moe/fused_moe_triton/layer.py:427-428 (``moe_tp_size`` = tp_size // moe_ep_size // moe_dp_size,
+    srt/model_executor/model_runner_components/moe_ep_setup.py:154, which raises "moe_intermediate_size ... must be
+    divisible by moe_tp_size" there too for a block-quantized checkpoint, :162-165). ``components``: only those
+    components' linears (SGLang's attention DP splits its dense MLPs and shared experts over the whole TP group,
+    formulas/serving_expert_parallel.py eq. EP1s); None: every one. Other engines: None (transformers' plans,
+    llama.cpp's split: not this rule)."""
+    if engine not in FP8_BLOCK_ENGINES:
+        return None
+    etp = tp if expert_tp is None else expert_tp
+    who = "vLLM" if engine == "vllm" else "SGLang"
+    for role, comp, width in split_widths(spec, engine):
+        if components is not None and comp not in components:
+            continue
+        if role == _EXPERT_DOWN:
+            if etp > 1 and width % etp:
+                return (f"{_expert_split_words(tp, etp)} splits the {width}-wide routed-expert intermediate of "
+                        f"{spec.name} into {width / etp:g} per device: {who}'s fused-MoE layer asserts "
+                        "intermediate_size % tp_size == 0 (eq. TP6, any weight format); give expert_parallel (with "
+                        "data_parallel: experts whole on each device, formulas/serving_expert_parallel.py eq. EP1), "
+                        f"a tensor_parallel that divides {width}, or pipeline_parallel")
+        elif tp > 1 and width % tp:
+            return (f"tensor_parallel {tp} does not divide the {width}-wide {_WIDTH_NAMES.get(comp, comp)} "
+                    f"intermediate of {spec.name} ({width / tp:g} per device): {who} splits it with divide(), which "
+                    f"asserts divisibility (eq. TP6, any weight format); give a tensor_parallel that divides {width}, "
+                    "or pipeline_parallel")
+    return None
 
 
 def every_degree_refusal(spec: ModelSpec, engine: str, weights: str | None, group_size: int | None = None

@@ -32,6 +32,7 @@ from ...formulas.tensor_parallel import (
     serving_tensor_parallel_refusal,
     shard_weights,
     transformers_tensor_parallel_refusal,
+    width_refusal,
 )
 from ...formulas.vllm_mixer_profile import vllm_profile_mixer_modelled
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, VLLM_FP32_GATE, vllm_gate_fp32, weight_bytes
@@ -564,8 +565,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     expert_tp, ep = moe_split(w.tensor_parallel, w.data_parallel, w.expert_parallel)  # eq. EP1
-    if w.tensor_parallel == 1 and expert_tp > 1 and fmt in QUANT_SHARD_FORMATS:  # experts split by DP x TP alone
-        block_refusal = quant_block_refusal(spec, 1, str(w.engine), fmt, group, expert_tp)
+    if w.tensor_parallel == 1 and expert_tp > 1:  # experts split by DP x TP alone (eqs. TP6, TP5)
+        block_refusal = width_refusal(spec, 1, str(w.engine), expert_tp) or (
+            quant_block_refusal(spec, 1, str(w.engine), fmt, group, expert_tp) if fmt in QUANT_SHARD_FORMATS else None)
         if block_refusal is not None:
             raise FieldError("data_parallel", block_refusal, also=("expert_parallel",))
     if w.tensor_parallel == 1:  # vLLM's and SGLang's block checks at TP 1 too (eq. TP5)
@@ -611,8 +613,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
                "eqs. EP1-EP2)") + "; the all-to-all buffers are not modelled")
     if w.engine == "sglang" and w.data_parallel > 1:  # the FFN and lm_head over the whole TP group (eq. EP1s)
         group_tp = w.data_parallel * w.tensor_parallel
-        ffn_refusal = quant_block_refusal(spec, group_tp, str(w.engine), fmt, group, expert_tp,
-                                          components=SGLANG_LAYER_COMPONENTS) if fmt in QUANT_SHARD_FORMATS else None
+        ffn_refusal = width_refusal(spec, group_tp, str(w.engine), expert_tp, SGLANG_LAYER_COMPONENTS) or (
+            quant_block_refusal(spec, group_tp, str(w.engine), fmt, group, expert_tp,
+                                components=SGLANG_LAYER_COMPONENTS) if fmt in QUANT_SHARD_FORMATS else None)
         if ffn_refusal is not None:
             raise FieldError("data_parallel", f"SGLang's attention DP splits the dense MLPs and shared experts over "
                              f"all {group_tp} devices of its TP group (formulas/serving_expert_parallel.py eq. EP1s): "
