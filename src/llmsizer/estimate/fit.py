@@ -602,6 +602,13 @@ class FitResult:
     expert_parallel: bool = False
 
     @property
+    def ranks(self) -> int:
+        """Serving: the engine ranks of all replicas, each timed alone at its own share of the load (the
+        ``replicas`` x each one's ``data_parallel`` ranks, ``ServingLayout.ranks``: formulas/serving_expert_parallel.py
+        eq. EP3): the units a request rate is split over, ``speed`` one rank's at its share."""
+        return self.replicas * self.data_parallel
+
+    @property
     def layout_text(self) -> str:
         """The serving layout of one replica in words (``serving_layout_text``): 'TP 4', 'TP 2 x PP 2',
         'TP 1 x DP 8 (EP 8)'."""
@@ -1112,11 +1119,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         load = r.speed.load if r.speed is not None else None
         if not load or "in_flight" not in load:
             raise no_rate_load(r)
-        return slots_for(r.engine, float(load["in_flight"])) * r.replicas
+        return slots_for(r.engine, float(load["in_flight"])) * r.ranks
 
     def served(r: FitResult) -> float | None:  # the rate the answer's C in all sustain (the refusal's capacity),
         x = sustained_rate(r.speed, r.engine, sized=True)  # on the statistic ``in_flight`` sizes (slots_for)
-        return None if x is None else x * r.replicas
+        return None if x is None else x * r.ranks
 
     # the pinned fits of the layout this climb takes (``rate_layout_seconds``' quickest that carries the rate,
     # ``rate_take``: taken at every C, whether or not it fits there): its fit at each C is the pinned one's layout,
@@ -1171,7 +1178,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                 refused = _admission_certain(r, rate, miss is None)
                 if refused is not None:
                     raise refused
-            if miss is not None and c > r.replicas and _admission_bound(r) is None and miss(r):
+            if miss is not None and c > r.ranks and _admission_bound(r) is None and miss(r):
                 raise RateMissCertain(r)
         return r
 
@@ -1261,7 +1268,7 @@ def _holds_none(r: FitResult) -> bool:
 
 def pool_holds_none(r: FitResult) -> RateOverloadError:
     """The refusal of any rate on a deployment whose pools hold no sequence (``_holds_none``)."""
-    return RateOverloadError("its pool admits no sequence", 0.0, r.replicas)
+    return RateOverloadError("its pool admits no sequence", 0.0, r.ranks)
 
 
 def _admission_certain(r: FitResult, rate: float, unmissed: bool = True) -> RateOverloadError | None:
@@ -1298,7 +1305,7 @@ def _admission_certain(r: FitResult, rate: float, unmissed: bool = True) -> Rate
     closed = r.speed.load.get("closed_throughputs")
     if admitted is None or not closed:
         return None
-    over = admission_over_capacity(closed, rate / r.replicas)
+    over = admission_over_capacity(closed, rate / r.ranks)
     return None if over is None else admission_refusal(r, admitted, over)
 
 
@@ -1365,7 +1372,9 @@ def rate_layout_seconds(model: ModelSpec | str, hardware: str | Device | Instanc
     layout = serving_layout(eng, device, n, per_node)
     if layout.split:
         return None
-    pp = int(workload.get("pipeline_parallel") or 1)  # stages given: each degree's replicas of t x pp devices
+    # stages (data-parallel ranks) given: each degree's replicas of t x pp (x dp) devices, as ``_make_fit_setup``
+    # chooses among (a data-parallel fit at a rate offered every degree of the count: TP 4 x DP 4 on 8 devices)
+    pp = int(workload.get("pipeline_parallel") or 1) * int(workload.get("data_parallel") or 1)
     if n % pp:
         return None  # (fit refuses it with its own line)
     options = layout.tensor_parallel_options(spec, n // pp, per_node, served_format(spec, eng, kw.get("weights")),
@@ -1416,14 +1425,15 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
         return -1.0 if cap is None else float(cap)
     n = count_of(answers[min(answers)])
     pp = int(workload.get("pipeline_parallel") or 1)  # the stages of each replica (layout_words)
+    dp, ep = int(workload.get("data_parallel") or 1), bool(workload.get("expert_parallel"))  # its ranks
     rateless: str | None = None  # fit's own why of its rate-less layout, where it decides
     if any(carried(t) > 0 for t in answers):
         tp = max(answers, key=lambda t: (carried(t), -t))
-        others = "; ".join(f"{layout_words(t, n, pp)}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
+        others = "; ".join(f"{layout_words(t, n, pp, dp, ep)}: " + (f"{carried(t):.3g}" if carried(t) >= 0 else "unknown")
                            for t in sorted(answers, key=lambda t: (-carried(t), t)) if t != tp)
-        how = (f"{layout_words(tp, n, pp)}: carries the most of the layouts, about {carried(tp):.3g} requests/s, though "
+        how = (f"{layout_words(tp, n, pp, dp, ep)}: carries the most of the layouts, about {carried(tp):.3g} requests/s, though "
                f"not {rate:g} (every layout refuses it; each one's capacity, requests/s: {others}); ") if others else (
-               f"{layout_words(tp, n, pp)}: the one layout within a machine, about {carried(tp):.3g} requests/s, not "
+               f"{layout_words(tp, n, pp, dp, ep)}: the one layout within a machine, about {carried(tp):.3g} requests/s, not "
                f"{rate:g} (at a rate fit takes the layouts within a machine; a degree across machines only where "
                "every layout within refuses the rate); ")
     else:  # fits on no layout: fit's rate-less choice of layout (its memory verdict alone decides)
@@ -1433,7 +1443,7 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
             answers[tp] = fit(model, hardware, count, **{**pinned, "tensor_parallel": tp}, request_rate=rate,
                               **workload)
         rateless = next((a.why for a in free.assumptions if a.name == "tensor_parallel"), "")
-        how = (f"{layout_words(tp, n, pp)}: no layout carries any rate, so none carries {rate:g} (each one's capacity "
+        how = (f"{layout_words(tp, n, pp, dp, ep)}: no layout carries any rate, so none carries {rate:g} (each one's capacity "
                f"is 0 or unknown: it fits on none); the layout fit takes without a rate, ")
     r = answers[tp]
     said = tuple(replace(a, default=True, why=how + (a.why.removeprefix("given; ") if rateless is None else rateless))
@@ -1441,41 +1451,68 @@ def most_carried(model: ModelSpec | str, hardware: str | Device | Instance, coun
     return replace(r, assumptions=said)
 
 
+class RateLayouts(NamedTuple):
+    """The layouts ``fit`` at a request rate may take beyond tensor parallelism where its layout is its own choice
+    (``rate_stage_options``), as ``fit_memory`` offers them to a rate-less fit (``MemoryFit``): the pipeline stages
+    (``pipeline_options``), the data-parallel degrees with expert parallelism (``expert_options``), the machine size
+    they are judged by and eq. TP5's line where it took a tensor-parallel degree out (``block_skipped``, else empty):
+    all read by ``with_pipeline_layouts``, the one rule."""
+
+    stages: tuple[int, ...]
+    experts: tuple[int, ...]
+    per_node: int
+    tp_refused: str = ""
+
+
 def rate_stage_options(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
-                       workload: dict[str, Any], kw: dict[str, Any]) -> tuple[tuple[int, ...], int] | None:
-    """(the pipeline stages ``fit`` at ``rate`` may take, the machine size they are judged by) where its layout is
-    its own choice: ``pipeline_options`` of the layout on the engine it takes (``_rate_engine``), the stages
-    ``fit_memory`` offers a rate-less fit (``MemoryFit.stages``); None where there are none."""
+                       workload: dict[str, Any], kw: dict[str, Any]) -> RateLayouts | None:
+    """The layouts ``fit`` at ``rate`` may take beyond tensor parallelism (``RateLayouts``) where its layout is its
+    own choice: of the layout on the engine it takes (``_rate_engine``), the stages and (no data-parallel ranks or
+    expert parallelism given) the expert-parallel degrees ``fit_memory`` offers a rate-less fit (``MemoryFit.stages``,
+    ``MemoryFit.experts``, ``tp_refused``), so the rate path and the concurrency path try the same layouts by the one
+    rule (``with_pipeline_layouts``); None where there are none. Before, the rate tried no data-parallel layout:
+    MiniMax-M2.7 on 8 x H100 (vLLM, eq. TP5 refusing TP 8) took TP 4 x 2 at any rate where at 64 in flight fit
+    takes TP 2 x DP 4 (EP 8)."""
     target = _rate_target(model, hardware, count, rate, workload, kw)
     if target is None:
         return None  # (the climb refuses a rate no engine carries with its own line)
     spec, eng, device, n, per_node = target
-    stages = tuple(pipeline_options(spec, serving_layout(eng, device, n, per_node), n))
-    return (stages, per_node) if stages else None
+    layout = serving_layout(eng, device, n, per_node)
+    stages = tuple(pipeline_options(spec, layout, n))
+    own_ranks = workload.get("data_parallel") is None and workload.get("expert_parallel") is None
+    experts = tuple(expert_options(spec, layout, n, per_node)) if own_ranks else ()
+    if not stages and not experts:
+        return None
+    skipped = None if layout.apart or layout.split else block_skipped(
+        spec, n, eng, served_format(spec, eng, kw.get("weights")), workload.get("group_size"))
+    return RateLayouts(stages, experts, per_node, skipped or "")
 
 
 def _rate_with_stages(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None, rate: float,
-                      workload: dict[str, Any], kw: dict[str, Any], plan: tuple[tuple[int, ...], int],
+                      workload: dict[str, Any], kw: dict[str, Any], plan: RateLayouts,
                       asks: dict[str, Any]) -> FitResult:
     """``fit`` at ``rate`` with no degree and no stages given: the layout rule of a fit without a rate
     (``with_pipeline_layouts``, ``_fit_at``), its ``first`` the tensor-parallel answer at the rate (``fit`` with
     ``search_stages`` False: ``rate_layout_seconds``' quickest degree), each stage count P of ``plan``
-    (``rate_stage_options``) `fit --pp P --request-rate R`, the fitting ones ranked by their mean request seconds
-    (``rate_request_seconds``). Before, the rate path tried tensor parallelism only, so Qwen3.5-122B-A10B FP8 on
+    (``rate_stage_options``) `fit --pp P --request-rate R` and each expert-parallel degree D `fit --dp D
+    --enable-expert-parallel --request-rate R` (where eq. TP5 took a degree out or tensor parallelism does not fit
+    within a machine, as without a rate), the fitting ones ranked by their mean request seconds
+    (``rate_request_seconds``), each data-parallel layout timed per rank at its share of the rate with its own KV
+    room per rank (eq. EP3: ``FitResult.ranks``). Before, the rate path tried tensor parallelism only, so Qwen3.5-122B-A10B FP8 on
     2 x H100 at 256k was DOES NOT FIT at any rate (TP 1 x 2 replicas) where `fit` without a rate takes TP 1 x PP 2.
     ``asks``: the caller's ``rate_bound``, ``refusal_only``, ``climb_stops``, ``miss`` and ``iterates``, which
     the tensor-parallel answer takes; a stage count is asked ``refusal_only`` alike (its refusal raised, skipped
     here as a refusal of that layout), and where the tensor-parallel answer is refused (``refusal_only``) and no
     stage count fits, that refusal is raised. Where async_scheduling takes the stages out (vLLM 0.10-0.14), an
     answer that does not fit says so (``async_stages_note``), as without a rate."""
-    stages, per_node = plan
+    stages, experts, per_node, tp_refused = plan
     args = {**kw, **workload, "speed": True, "request_rate": rate}
     refused: Exception | None = None
     try:
         tp_only = fit(model, hardware, count, **args, **asks, search_stages=False)
     except (RateOverloadError, RateMissCertain) as e:  # (refusal_only: the refusal itself, its text unread)
         tp_only, refused = None, e
-    first = answered(tp_only, per_node) if tp_only is not None else None
+    first = answered(tp_only, per_node)._replace(tp_refused=tp_refused) if tp_only is not None else None
 
     tried: list[MemoryFit] = []  # each stage count's answer at the rate, as with_pipeline_layouts asked it
 
@@ -1485,7 +1522,13 @@ def _rate_with_stages(model: ModelSpec | str, hardware: str | Device | Instance,
         if fields is args:
             tried.append(m)
         return m
-    mem = with_pipeline_layouts(first, per_node, stages, staged, rank=rate_request_seconds)
+    def expert_fit(d: int) -> MemoryFit:
+        m = answered(fit(model, hardware, count, **{**args, "fits_at": False, "data_parallel": d,
+                                                     "expert_parallel": True},
+                         refusal_only=bool(asks["refusal_only"]), climb_stops=False), per_node)
+        tried.append(m)
+        return m
+    mem = with_pipeline_layouts(first, per_node, stages, staged, experts, expert_fit, rank=rate_request_seconds)
     if mem is None or mem is not first and not mem.fits:
         if refused is not None:
             raise refused
@@ -1496,15 +1539,16 @@ def _rate_with_stages(model: ModelSpec | str, hardware: str | Device | Instance,
         # Qwen3.5-122B-A10B FP8, 2 x H100, 256k at 0.2 requests/s said "fix the memory first" of TP 2 where
         # TP 1 x PP 2 starts and carries about 0.069 requests/s)
         pool = [m for m in ([first] if first is not None else []) + tried if m.refusal is None]
-        best = max(pool, key=lambda m: (_capacity(m.result(True)), -m.result(True).pipeline_parallel), default=None)
+        best = max(pool, key=lambda m: (_capacity(m.result(True)), -m.result(True).pipeline_parallel,
+                                        -m.result(True).data_parallel), default=None)
         if best is not None and _capacity(best.result(True)) > 0 and best is not mem:
             mem, ranked = best, (f"carries the most of the layouts, about {_capacity(best.result(True)):.3g} "
                                  f"requests/s, though not {rate:g} (every layout refuses the rate)")
     r = mem.result(True) if mem is not None else None
     if r is None:  # (every stage count refused by the estimate, and the tensor-parallel answer raised: above)
         raise FieldError("request_rate", "no layout answers this rate")
-    if mem is not first and r.pipeline_parallel > 1:
-        r = stages_chosen(r, per_node, ranked)
+    if mem is not first and (r.pipeline_parallel > 1 or r.data_parallel > 1):
+        r = stages_chosen(r, per_node, ranked, tp_refused=tp_refused)
     why = async_pipeline_refusal(r.engine, kw.get("engine_version")) if workload.get("async_scheduling") else None
     if why is not None and not r.fits:
         plain = {**args, "async_scheduling": False}
@@ -1528,8 +1572,9 @@ def answered(r: FitResult, per_node: int) -> MemoryFit:
 
 
 def count_of(r: FitResult) -> int:
-    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree x pipeline stages)."""
-    return r.replicas * r.tensor_parallel * r.pipeline_parallel
+    """The devices of ``r``'s deployment (its replicas x tensor-parallel degree x pipeline stages x data-parallel
+    ranks)."""
+    return r.replicas * r.tensor_parallel * r.pipeline_parallel * r.data_parallel
 
 
 def _rate_engine(spec: ModelSpec, hardware: str | Device | Instance, count: int | None, rate: float,
@@ -1606,7 +1651,7 @@ def _refused_on_every_layout(firsts: dict[int, FitResult], rate: float) -> RateO
         for b, (r, admitted, closed) in grids.items():
             if lower and b > a:
                 continue
-            over = admission_over_capacity(closed, rate / first.replicas)
+            over = admission_over_capacity(closed, rate / first.ranks)
             if over is None:
                 return None
             refusal = refusal or admission_refusal(r, admitted, over)
@@ -1630,9 +1675,9 @@ def admission_queued(r: FitResult, rate: float, run: Callable[..., FitResult]) -
     admitted = admitted_per_replica(d)
     if admitted is None:
         return r
-    base = r if math.ceil(mean) <= admitted else run(admitted * r.replicas)  # the open load at A running
+    base = r if math.ceil(mean) <= admitted else run(admitted * r.ranks)  # the open load at A running
     try:
-        queued = admission_wait(base.speed, r.engine, rate / r.replicas)
+        queued = admission_wait(base.speed, r.engine, rate / r.ranks)
     except OverCapacityError as e:
         raise admission_refusal(r, admitted, e) from None
     return r if queued is None else replace_fields(base, speed=queued)
@@ -1649,7 +1694,7 @@ def admission_refusal(r: FitResult, admitted: int, e: OverCapacityError) -> Rate
         f"{cap}); with {admitted} running it serves at most about {e.capacity:.3g} requests/s per replica (each "
         "replaced as it finishes, formulas/serving_queue.py eq. Q7): the rest wait for admission, and the queue "
         "grows without bound (eq. Q13); lower the rate, add replicas or shorten the context",
-        e.capacity * r.replicas, admitted * r.replicas)
+        e.capacity * r.ranks, admitted * r.ranks)
 
 
 def _rate_queue_details(r: FitResult) -> FitResult:
@@ -1661,7 +1706,7 @@ def _rate_queue_details(r: FitResult) -> FitResult:
     if not load or "admission_wait_seconds" not in load:
         return r
     return replace_fields(r, details={**r.details, "queue_wait_seconds": float(load["admission_wait_seconds"]),
-                                      "queued_sequences": float(load["waiting"]) * r.replicas,
+                                      "queued_sequences": float(load["waiting"]) * r.ranks,
                                       "queue_wait_in_ttft": True})
 
 
@@ -2359,14 +2404,15 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         assumptions.append(Assumption("tensor_parallel", tp, False, f"given; {spread}"))
     elif len(tp_options) > 1 and layout_w and tp in layout_w and fitted.get(tp):
         assumptions.append(Assumption("tensor_parallel", tp, True, rate_layout_why(
-            tp, n, per_node, request_rate or 0.0, layout_w, fitted, layout.pipeline) + "; " + spread))
+            tp, n, per_node, request_rate or 0.0, layout_w, fitted, layout.pipeline, layout.data, expert_parallel)
+            + "; " + spread))
     elif len(tp_options) > 1:
         assumptions.append(Assumption("tensor_parallel", tp, True, tensor_parallel_why(
             tp, n, per_node, concurrency, within, across, layout_tps, fitted,
             f"each degree divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
             "heads split or replicated evenly (vLLM's rule)" + (
                 f", times the {layout.pipeline} pipeline stages given dividing them" if layout.pipeline > 1 else ""),
-            layout.pipeline) + "; " + spread))
+            layout.pipeline, layout.data, expert_parallel) + "; " + spread))
     elif tp > 1:  # the one degree the devices allow: the fit's, not the user's (the estimate was passed it)
         assumptions.append(Assumption("tensor_parallel", tp, True, f"the one degree the {n} devices allow; {spread}"))
     # each layout ranked, fastest first (the choice above): the text's line; none where there was no ranking (one
@@ -2378,6 +2424,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     for t in (*fastest_first(layout_tps), *(t for t in within if t not in layout_tps)) if ranked_by_speed else ():
         need, offered = verdict_need(tried[t], on_cpu)
         layouts.append({"tensor_parallel": t, **({"pipeline_parallel": layout.pipeline} if layout.pipeline > 1 else {}),
+                        **({"data_parallel": layout.data, "expert_parallel": expert_parallel} if layout.data > 1
+                           else {}),
+                        # the full layout in words (``layout_words``: a data-parallel layout's ranks named too)
+                        "layout": layout_words(t, n, layout.pipeline, layout.data, expert_parallel),
                         "replicas": layout.replicas(n, t), "tokens_per_second": layout_tps.get(t),
                         "fits": fitted[t], "memory_per_device": need_per_device(tried[t], on_cpu)[0],
                         "budget_per_device": int(tried[t].details["memory_budget"]),
@@ -2757,49 +2807,53 @@ def serving_engine_flags(engine: str, tp: int, pp: int = 1, dp: int = 1, ep: boo
             + (f" --data-parallel-size {dp}" if dp > 1 else "") + (" --enable-expert-parallel" if ep else ""))
 
 
-def layout_words(t: int, count: int, pp: int = 1) -> str:
-    """A serving layout as fit's words name it: 'TP 8 x 2' (degree x replicas), 'TP 8 x PP 2 x 1' with pipeline
-    stages (each replica t x pp devices: ``ServingLayout.replicas``)."""
-    return f"TP {t} x {count // t}" if pp <= 1 else f"TP {t} x PP {pp} x {count // (t * pp)}"
+def layout_words(t: int, count: int, pp: int = 1, dp: int = 1, ep: bool = False) -> str:
+    """A serving layout on ``count`` devices as fit's words name it: one replica's layout (``serving_layout_text``)
+    x the replicas: 'TP 8 x 2', 'TP 8 x PP 2 x 1' with pipeline stages, 'TP 2 x DP 4 (EP 8) x 1' with data-parallel
+    ranks (each replica t x pp x dp devices: ``ServingLayout.replicas``), so a degree ranked inside a data-parallel
+    layout is named with its ranks, not as the bare 'TP 2 x 1' of one rank."""
+    return f"{serving_layout_text(t, pp, dp, ep)} x {max(1, count // (t * pp * dp))}"
 
 
 def rate_layout_why(tp: int, count: int, per_node: int, rate: float, seconds: dict[int, float],
-                    fits: dict[int, bool], pp: int = 1) -> str:
+                    fits: dict[int, bool], pp: int = 1, dp: int = 1, ep: bool = False) -> str:
     """Why ``fit`` took ``tp`` at a request rate: the quickest layout that fits (``quickest_first``), each other
-    degree's mean request seconds beside it (``pp``: the pipeline stages of each replica, ``layout_words``)."""
+    degree's mean request seconds beside it (``pp``, ``dp``, ``ep``: each replica's stages and data-parallel ranks,
+    ``layout_words``)."""
     def said(t: int) -> str:
         w = seconds[t]
-        return (f"{layout_words(t, count, pp)}: " + (f"{w:.3g} s a request" if math.isfinite(w) else "past its capacity")
+        return (f"{layout_words(t, count, pp, dp, ep)}: " + (f"{w:.3g} s a request" if math.isfinite(w) else "past its capacity")
                 + (", fits" if fits.get(t) else ", does not fit" if t in fits else ", not sized"))
     others = "; ".join(said(t) for t in quickest_first(seconds) if t != tp)
     if not others:  # one degree within a machine (one-device instances): no degree across machines at a rate
-        return (f"{layout_words(tp, count, pp)}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the one layout "
+        return (f"{layout_words(tp, count, pp, dp, ep)}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the one layout "
                 f"within a machine of {per_node} (at a rate fit takes the layouts within a machine, each at its own "
                 f"answer, ``rate_layout_seconds``: a degree across machines only where every layout within refuses the "
                 f"rate)")
-    return (f"{layout_words(tp, count, pp)}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the quickest that fits "
+    return (f"{layout_words(tp, count, pp, dp, ep)}: {seconds[tp]:.3g} s a request at {rate:g} requests/s, the quickest that fits "
             f"within a machine of {per_node} (the rule at a rate: every stable layout puts out the rate's tokens/s, so "
             f"the least mean request time, TTFT + the wait for admission + the output's steps, each replica at its "
             f"share of the rate, formulas/serving_queue.py eqs. Q10, Q13; {others})")
 
 
 def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, within: list[int], across: list[int],
-                        layout_tps: dict[int, float | None], fits: dict[int, bool], rule: str, pp: int = 1) -> str:
+                        layout_tps: dict[int, float | None], fits: dict[int, bool], rule: str, pp: int = 1,
+                        dp: int = 1, ep: bool = False) -> str:
     """Why ``fit`` took tensor parallelism ``tp`` (its ``tensor_parallel`` assumption): the fastest layout that fits
     within one machine, each other degree's tokens/s beside it (fastest first; 'does not fit' where it was sized and
     does not), or the smallest across machines that fits, or none fits; then ``rule``."""
     seqs = f"{concurrency} sequence{'s' if concurrency != 1 else ''}"
     if tp in within and fits.get(tp) and len(within) > 1 and layout_tps.get(tp) is not None:
         best = float(layout_tps[tp] or 0)
-        others = "; ".join([f"{layout_words(t, count, pp)}: {float(layout_tps[t] or 0):,.0f} tokens/s, "
+        others = "; ".join([f"{layout_words(t, count, pp, dp, ep)}: {float(layout_tps[t] or 0):,.0f} tokens/s, "
                             + ("fits" if fits.get(t) else "does not fit" if t in fits else "not sized")
                             + (" (a tie: the smaller degree taken)" if fits.get(t) and t > tp
                                and float(layout_tps[t] or 0) == best else "")
                             + (" (a tie: fits at the expected need only, so the degree that fits at its high end "
                                "taken)" if fits.get(t) and t < tp and float(layout_tps[t] or 0) == best else "")
                             for t in fastest_first(layout_tps) if t != tp]
-                           + [f"{layout_words(t, count, pp)} does not fit" for t in within if t not in layout_tps])
-        how = (f"{layout_words(tp, count, pp)}: {best:,.0f} output tokens/s at {seqs}, the fastest that fits within a "
+                           + [f"{layout_words(t, count, pp, dp, ep)} does not fit" for t in within if t not in layout_tps])
+        how = (f"{layout_words(tp, count, pp, dp, ep)}: {best:,.0f} output tokens/s at {seqs}, the fastest that fits within a "
                f"machine of {per_node} (the rule: the most output tokens/s of all replicas together among the "
                f"layouts that fit, a tie to the smaller degree that fits at its high end too; {others}): each layout's tokens/s at this load from "
                "the speed model, idle replicas adding none")

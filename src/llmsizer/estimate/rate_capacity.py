@@ -85,7 +85,7 @@ def ceilings(closed: Callable[[int, bool], FitResult],
     bound (server, decode, memory) the decode's search (``_decode_ceiling``: its server's, decode's and memory's
     ceilings on its slots, the same whichever refused the rate and whoever asks: fit, plan, recommend)."""
     first = closed(max(1, refusal.in_flight) if refusal.kind == "admission" else 1, False)
-    n = first.replicas
+    n = first.ranks  # (each engine rank timed alone at its share: replicas x data-parallel ranks)
     found: dict[str, float] = {}
     if refusal.capacity is not None:
         found[refusal.kind] = refusal.capacity
@@ -184,9 +184,9 @@ def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], F
         return closed(c, timed)
 
     found, one, admitted, slots = ceilings(sized, refusal)
-    n = one.replicas
-    stages = f" x PP {one.pipeline_parallel}" if one.pipeline_parallel > 1 else ""  # (review41 nit: PP named)
-    layout = f"TP {one.tensor_parallel}{stages} x {n} replica{'s' if n != 1 else ''}"
+    n = one.ranks  # (each engine rank timed alone at its share: replicas x data-parallel ranks)
+    copies, unit = one.replicas, "data-parallel rank" if one.data_parallel > 1 else "replica"
+    layout = f"{one.layout_text} x {copies} replica{'s' if copies != 1 else ''}"  # (review41 nit: PP named)
     if admitted == 0 or not found:
         shown = closed(n, False)
         why = (f"does not carry the rate: at {rate:g} requests/s this deployment ({layout}) serves no request: "
@@ -198,11 +198,11 @@ def over_capacity(rate: float, refusal: Refusal, closed: Callable[[int, bool], F
         return replace(shown, fits=False, speed=None, reasons=(*shown.reasons, why), details=details)
     binding = min(found, key=lambda k: found[k])
     cap = found[binding]
-    per = f" ({cap / n:.3g} per replica)" if n > 1 else ""
+    per = f" ({cap / n:.3g} per {unit})" if n > 1 else ""
     others = ", ".join(f"{k} {found[k]:.3g}" for k in sorted(found, key=lambda k: found[k]) if k != binding)
     own = refusal.detail.split("; lower the rate")[0] if binding == refusal.kind and binding not in (
         "decode", "memory") else ""
-    admits = (f"; {one.engine} admits {admitted} at once per replica" if binding == "admission" and admitted
+    admits = (f"; {one.engine} admits {admitted} at once per {unit}" if binding == "admission" and admitted
               and not own else "")
     why = (f"does not carry the rate: at {rate:g} requests/s this deployment ({layout}) carries at most about "
            f"{cap:.3g} requests/s{per} (its capacity, the least of its ceilings, whatever the rate), bound by "
@@ -247,9 +247,9 @@ def answer_ceilings(r: FitResult) -> dict[str, float]:
     found: dict[str, float] = {}
     server = server_capacity(r.speed, r.engine, int(load["chunk_tokens"]))
     if server is not None:
-        found["server"] = server * r.replicas
+        found["server"] = server * r.ranks
     if load.get("admitted") and load.get("service_seconds"):
-        found["admission"] = float(load["admitted"]) / float(load["service_seconds"]) * r.replicas
+        found["admission"] = float(load["admitted"]) / float(load["service_seconds"]) * r.ranks
     return found
 
 

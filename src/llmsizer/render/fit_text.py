@@ -355,8 +355,7 @@ def layouts_line(r: FitResult) -> str | None:
     conc = int(r.details["concurrency"])
     # vLLM and SGLang reserve their pool whatever the load (memory_line): their verdicts compare the workload's share
     pool = r.estimate is not None and "workload_bytes" in r.estimate.details
-    parts = [f"TP {d['tensor_parallel']} x " + (f"PP {d['pipeline_parallel']} x " if "pipeline_parallel" in d else "")
-             + f"{d['replicas']}: "
+    parts = [f"{d['layout']}: "  # (the layout in fit's words: estimate/fit.py layout_words)
              + (f"{d['tokens_per_second']:,.0f} tokens/s, " if d["tokens_per_second"] is not None else "")
              + _layout_memory(d, pool)
              + ("does not fit" if d["fits"] is False else "not sized" if not d["fits"] else "fits"

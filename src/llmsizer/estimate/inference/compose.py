@@ -772,8 +772,11 @@ def _finish(spec: ModelSpec, ctx: Context) -> Estimate:
 def _sized_key(spec: ModelSpec, w: InferenceWorkload) -> tuple[Any, ...] | None:
     """``_SIZED``'s key of ``w``: every field but the concurrency (``_workload_key``'s, by value and type); None
     where no engine composition re-derives its figures at another concurrency (vLLM with a memory given:
-    vllm.py ``vllm_at_concurrency``). (A key with an unhashable value finds nothing and is not kept.)"""
-    if w.engine != "vllm" or w.memory is None:
+    vllm.py ``vllm_at_concurrency``), nor with data-parallel ranks: a rank holds ceil(C / D) of them
+    (``_data_parallel_rank``, eq. EP3), which the re-derivation does not apply, so a rate's climb on TP 2 x DP 4 read
+    a pool of 70 sequences per rank against all 112 in flight (DOES NOT FIT at 15 requests/s where `--concurrency
+    112` fits). (A key with an unhashable value finds nothing and is not kept.)"""
+    if w.engine != "vllm" or w.memory is None or w.data_parallel > 1:
         return None
     vals = tuple(v for k, v in w.__dict__.items() if k != "concurrency")
     return (id(spec), vals, tuple(map(type, vals)))
