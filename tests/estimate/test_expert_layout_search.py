@@ -134,3 +134,20 @@ def test_sglang_search_offers_its_own_dp_attention_layout() -> None:
     assert r.tokens_per_second_total >= max(rates.values()) * (1 - 1e-9)
     t, d = r.tensor_parallel, r.data_parallel
     assert r.to_dict()["engine_flags"] == f"--tp-size {t * d} --attn-dp-size {d} --ep-size {t * d}"
+
+
+def test_sglang_never_answers_an_uneven_expert_split() -> None:
+    """SGLang 0.5.23 asserts E % ep_size == 0 when it builds an MoE layer (srt/layers/moe/fused_moe_triton/layer.py:414;
+    srt/layers/moe/topk.py:571): Qwen3-30B-A3B's 128 routed experts (config.json ``num_experts``) do not split over
+    6 devices, so on 6 GPUs the search keeps a layout without expert parallelism (review42 defect 1: it answered
+    TP 2 x DP 3, EP 6, which SGLang will not load), and the layout given is refused; vLLM places the remainder
+    (fused_moe/layer.py determine_expert_map :107-109) and still sizes it."""
+    r = fit("qwen3-30b-a3b", "l4", 6, engine="sglang")
+    assert r.fits
+    assert not r.expert_parallel or 128 % (r.tensor_parallel * r.data_parallel) == 0
+    for tp, dp in ((1, 6), (2, 3), (1, 3)):
+        with pytest.raises(InputError, match=f"128 experts over {tp * dp} expert-parallel devices") as e:
+            fit("qwen3-30b-a3b", "l4", 6, engine="sglang", tensor_parallel=tp, data_parallel=dp, expert_parallel=True)
+        assert {"data_parallel", "expert_parallel"} <= set(getattr(e.value, "fields", ()))
+    assert fit("qwen3-30b-a3b", "l4", 6, engine="vllm", tensor_parallel=1, data_parallel=6,
+               expert_parallel=True).expert_parallel

@@ -21,8 +21,9 @@ expert's intermediate is split D x T ways (:1098-1111):
 Eq. EP2 (routed experts on the fullest device). vllm fused_moe/layer.py ``determine_expert_map`` :66-120: E // ep
 experts each, the first E % ep ranks one more (:107-109), so the fullest device holds ceil(E / ep) of the E routed
 experts; its expert bytes are the layer's routed-expert bytes x ceil(E / ep) / E. SGLang 0.5.23 (PyPI wheel, sha256
-00b3cd5b...) splits them the same way (srt/layers/moe/fused_moe_triton/layer.py: num_local_experts = E // ep_size,
-refusing E % ep_size != 0 there).
+00b3cd5b...) splits them evenly only (srt/layers/moe/fused_moe_triton/layer.py :414-416 ``assert
+self._num_global_routed % storage_ep_size == 0``, then E // ep_size each; srt/layers/moe/topk.py :571 the same
+assert): a layout with E % ep != 0 is refused there (``uneven_experts_refusal``), where vLLM places the remainder.
 
 Eq. EP3 (sequences per data-parallel rank). Each of the D ranks admits and caches its own requests (vLLM's DP
 coordinator balances requests over the engine ranks; SGLang's dp attention, srt/layers/dp_attention.py, gives each
@@ -114,6 +115,30 @@ def local_experts(num_experts: int, ep: int) -> int:
     if ep < 1:
         raise ValueError(f"ep must be >= 1, got {ep}")
     return math.ceil(num_experts / ep)
+
+
+# the engines that load only an even split of the routed experts over the expert-parallel devices (eq. EP2)
+EVEN_EXPERT_ENGINES: tuple[str, ...] = ("sglang",)
+
+
+def uneven_experts_refusal(num_experts: int, ep: int, engine: str) -> str | None:
+    """Eq. EP2's refusal: SGLang 0.5.23 loads E routed experts over ``ep`` expert-parallel devices only where ``ep``
+    divides E (srt/layers/moe/fused_moe_triton/layer.py :414 ``assert self._num_global_routed % storage_ep_size ==
+    0``; srt/layers/moe/topk.py :571 the same for the router's expert map); vLLM places the remainder
+    (``determine_expert_map``, ceil(E / ep) on the fullest device). The reason, or None where it loads.
+
+    >>> uneven_experts_refusal(128, 6, "sglang")[:40]
+    'SGLang splits the routed experts evenly:'
+    >>> uneven_experts_refusal(128, 8, "sglang"), uneven_experts_refusal(128, 6, "vllm")
+    (None, None)
+    """
+    if engine not in EVEN_EXPERT_ENGINES or ep <= 1 or num_experts % ep == 0:
+        return None
+    return (f"SGLang splits the routed experts evenly: {num_experts} experts over {ep} expert-parallel devices (data "
+            f"ranks x tensor-parallel devices) is uneven, and SGLang 0.5.23 refuses it at load (fused_moe_triton/"
+            f"layer.py:414, E % ep_size == 0; formulas/serving_expert_parallel.py eq. EP2); give data_parallel x "
+            f"tensor_parallel dividing {num_experts}, or leave expert_parallel out (each expert then "
+            "tensor-parallel over them)")
 
 
 def expert_share(num_experts: int, ep: int, expert_tp: int) -> float:

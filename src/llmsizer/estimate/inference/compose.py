@@ -22,6 +22,7 @@ from ...formulas.serving_expert_parallel import (
     full_group_weights,
     moe_split,
     sequences_per_rank,
+    uneven_experts_refusal,
 )
 from ...formulas.tensor_parallel import (
     QUANT_SHARD_FORMATS,
@@ -564,6 +565,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     expert_tp, ep = moe_split(w.tensor_parallel, w.data_parallel, w.expert_parallel)  # eq. EP1
+    uneven = uneven_experts_refusal(spec.moe.num_experts if spec.moe else 1, ep, str(w.engine))  # SGLang loads E % ep == 0 only (eq. EP2)
+    if uneven is not None:
+        raise FieldError("data_parallel", uneven, also=("expert_parallel", "tensor_parallel"))
     if w.tensor_parallel == 1 and expert_tp > 1 and fmt in QUANT_SHARD_FORMATS:  # experts split by DP x TP alone
         block_refusal = quant_block_refusal(spec, 1, str(w.engine), fmt, group, expert_tp)
         if block_refusal is not None:
