@@ -511,9 +511,11 @@ def _data_parallel_rank(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> Infe
         f"each of {w.data_parallel} data-parallel ranks runs and caches its own ceil({w.concurrency} / "
         f"{w.data_parallel}) sequences (formulas/serving_expert_parallel.py eq. EP3); memory and speed are one "
         "rank's"))
+    exchange = ("every decoder layer's gather and reduce-scatter of the ranks' hidden states (SGLang's attention DP) "
+                "is timed by formulas/serving_expert_parallel.py eq. EP4s" if w.engine == "sglang" else
+                "an MoE layer's token exchange over the ranks is timed by formulas/serving_expert_parallel.py eq. EP4")
     acc.warnings.append(f"memory and speed are one data-parallel rank's at {per} sequences (fit's total counts every "
-                        "rank; an MoE layer's token exchange over the ranks is timed by formulas/"
-                        "serving_expert_parallel.py eq. EP4); the ranks' load imbalance is not modelled")
+                        f"rank; {exchange}); the ranks' load imbalance is not modelled")
     return dataclasses.replace(w, concurrency=per)
 
 
