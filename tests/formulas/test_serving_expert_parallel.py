@@ -84,11 +84,11 @@ def test_fit_cli_dp_not_dividing_exit_2() -> None:
 
 # --- speed (epdp2): one data-parallel rank timed at its own sequences, the ranks' token exchange added (eq. EP4) ---
 
-def _rank_speed(dp: int, conc: int, link: float | None, ep_on: bool = True) -> object:
+def _rank_speed(dp: int, conc: int, link: float | None, ep_on: bool = True, latency: float | None = 0.0) -> object:
     from llmsizer.estimate.speed import estimate_speed
     return estimate_speed(load_model("minimax-m2.7"), "h100-sxm", 1, tensor_parallel=1, weights_format="fp8-block",
                           concurrency=conc, engine="vllm", link_bandwidth=link, data_parallel=dp,
-                          expert_parallel=ep_on)
+                          expert_parallel=ep_on, allreduce_latency=latency)
 
 
 def test_rank_step_adds_the_exchange_of_its_moe_layers() -> None:
@@ -109,6 +109,25 @@ def test_rank_step_adds_the_exchange_of_its_moe_layers() -> None:
     assert timed.decode.seconds - plain.decode.seconds == pytest.approx(layers * per, rel=1e-9)  # type: ignore[attr-defined]
     single = sum(all_to_all_seconds(7 * 1 * a * width, 8, 8, link, link) for width in (h + e, h))
     assert timed.decode_single.seconds - plain.decode_single.seconds == pytest.approx(layers * single, rel=1e-9)  # type: ignore[attr-defined]
+
+
+def test_each_moe_layer_exchange_is_two_collective_launches() -> None:
+    """vllm 0.19.1 AgRsAll2AllManager (distributed/device_communicators/all2all.py :150-243): the dispatch is one
+    ``all_gatherv`` of [hidden states, router logits] (cuda_communicator.py :352-398, the two gathers inside one
+    pynccl group_start / group_end), the combine one ``reduce_scatterv`` (:264-292): 2 NCCL collectives per MoE layer,
+    62 of them in MiniMax-M2.7 (config.json num_hidden_layers, every layer MoE). Each pays one latency, as the
+    tensor-parallel all-reduce does (review42 D2: it paid none); a stated latency of 10 us adds 2 x 62 x 10 us a step,
+    and at its default the exchange takes NCCL's (pynccl runs no custom kernel)."""
+    from llmsizer.catalog.models import entries
+    from llmsizer.estimate.efficiency import CUSTOM_ALLREDUCE_LATENCY, NCCL_ALLREDUCE_LATENCY
+    layers = entries()["minimax-m2.7"].config["num_hidden_layers"]
+    key = "expert_exchange_seconds_per_decode_step"
+    none, ten = _rank_speed(8, 8, 450e9, latency=0.0), _rank_speed(8, 8, 450e9, latency=10e-6)
+    assert ten.details[key] - none.details[key] == pytest.approx(2 * layers * 10e-6, rel=1e-9)  # type: ignore[attr-defined]
+    default = _rank_speed(8, 8, 450e9, latency=None)
+    step = default.details[key] - none.details[key]  # type: ignore[attr-defined]
+    assert step == pytest.approx(2 * layers * NCCL_ALLREDUCE_LATENCY.expected, rel=1e-9)
+    assert step > 2 * layers * CUSTOM_ALLREDUCE_LATENCY.expected
 
 
 @pytest.mark.parametrize("dp", [8, 6])

@@ -4,8 +4,8 @@ catalog entry's config.json on the meta device (shapes only).
 
 Each device of ``--tp-size N --attn-dp-size D --ep-size N`` (T = N / D) holds, by module (the file + line of the
 module that builds it):
-- attention projections split T ways (models/deepseek_v2.py :2084-2161, models/qwen2_moe.py :940-949
-  ``parallel_group="attn_tp"``), MLA's kv_a_proj_with_mqa whole (deepseek_v2.py :2095 ``ReplicatedLinear``);
+- attention projections split T ways (models/deepseek_v2.py :2084-2161; Qwen3-30B-A3B loads models/qwen3_moe.py
+  ``Qwen3MoeAttention`` :478-541, ``parallel_group="attn_tp"`` :532/:541), MLA's kv_a_proj_with_mqa whole (deepseek_v2.py :2095 ``ReplicatedLinear``);
 - the input embedding split T ways (layers/vocab_parallel_embedding.py :166-185: the attention-TP group under DP
   attention);
 - the lm_head, the dense MLPs and the shared experts split N ways (deepseek_v2.py :3291-3296 ``use_attn_tp_group=
@@ -87,11 +87,13 @@ def test_vllm_keeps_dense_and_shared_on_the_rank() -> None:
 
 # --- speed: the rank's reads and SGLang's exchange (eq. EP4s) ---
 
-def _speed(engine: str, tp: int, dp: int, link: float | None, name: str = "deepseek-v3") -> object:
+def _speed(engine: str, tp: int, dp: int, link: float | None, name: str = "deepseek-v3",
+           latency: float | None = None) -> object:
     from llmsizer.estimate.speed import estimate_speed
     from llmsizer.models import load_model
     return estimate_speed(load_model(name), "h100-sxm", 1, tensor_parallel=tp, weights_format="fp8-block",
-                          concurrency=8, engine=engine, link_bandwidth=link, data_parallel=dp, expert_parallel=True)
+                          concurrency=8, engine=engine, link_bandwidth=link, data_parallel=dp, expert_parallel=True,
+                          allreduce_latency=latency)
 
 
 def test_sglang_step_reads_the_whole_groups_share_of_ffn_and_head() -> None:
@@ -107,27 +109,33 @@ def test_sglang_step_reads_the_whole_groups_share_of_ffn_and_head() -> None:
     assert vl.details[read] - sg.details[read] == pytest.approx(moved * 7 / 8, rel=1e-3)  # type: ignore[attr-defined]
 
 
-def test_sglang_exchange_is_a_ring_gather_and_reduce_scatter_a_layer() -> None:
-    # dp_attention.py :716-757 all_gather_into_tensor over the TP group before each FFN, :1120-1174 reduce_scatter
-    # after it; logits_processor.py :1216-1241 and :1024-1037 the lm_head's hidden-state gather and logits all-gather.
-    # A ring all-gather of the 8 ranks' b rows each over N = 8 devices: each device receives (N - 1) b rows.
-    from llmsizer.catalog.hardware import builtin_catalog
-    from llmsizer.estimate.device import nvlink_link_bandwidth
-    from llmsizer.models import load_model
-    spec = load_model("deepseek-v3")
-    link = nvlink_link_bandwidth(builtin_catalog().devices["h100-sxm"], 450e9)[0]
-    plain, timed = _speed("sglang", 1, 8, None), _speed("sglang", 1, 8, 450e9)
+def test_sglang_exchange_launches_two_collectives_a_layer_and_two_for_the_head() -> None:
+    """The number of collectives SGLang 0.5.23 runs a decode step under attention DP (``--moe-a2a-backend none``),
+    read from its code: every decoder layer, dense or MoE, gathers the ranks' hidden states before its FFN and
+    scatters them after (layers/dp_attention.py :987-1043 ``_dp_gather``, :1120-1160 ``dp_reduce_scatter_tensor``;
+    layer_boundary/ops.py :249-258, :318-331), and the lm_head gathers the hidden states once and all-gathers the
+    logits once (layers/logits_processor.py :1216-1241, :1023-1037): 2 L + 2 for DeepSeek-V3's L = 61
+    (config.json num_hidden_layers; its 3 dense layers included). Each pays one latency as the tensor-parallel
+    all-reduce does (review42 D2/D6: the exchange paid none, and the test that pinned it rewrote the formula): a
+    stated latency of 10 us adds (2 L + 2) x 10 us. At its default, the 8 ranks' 8 tokens (8 x 8 x 7168 x 2 B =
+    0.9 MB, within the custom all-reduce's buffer) take SGLang's SUM_LEN mode, an all-reduce by the custom kernel
+    (dp_attention.py :194-195, :222-243) for each hidden-state collective, and NCCL for the logits' all-gather."""
+    from llmsizer.estimate.efficiency import CUSTOM_ALLREDUCE_LATENCY, NCCL_ALLREDUCE_LATENCY
+    layers = entries()["deepseek-v3"].config["num_hidden_layers"]
+    key = "expert_exchange_seconds_per_decode_step"
+    none = _speed("sglang", 1, 8, 450e9, latency=0.0)
+    ten = _speed("sglang", 1, 8, 450e9, latency=10e-6)
+    assert ten.details[key] - none.details[key] == pytest.approx((2 * layers + 2) * 10e-6, rel=1e-9)  # type: ignore[attr-defined]
+    default = _speed("sglang", 1, 8, 450e9)
+    assert default.details[key] - none.details[key] == pytest.approx(  # type: ignore[attr-defined]
+        (2 * layers + 1) * CUSTOM_ALLREDUCE_LATENCY.expected + NCCL_ALLREDUCE_LATENCY.expected, rel=1e-9)
+    plain = _speed("sglang", 1, 8, None)
     assert any("token exchange" in w and "not counted" in w for w in plain.warnings)  # type: ignore[attr-defined]
-    b, h, v, a, layers = 8, spec.hidden_size, spec.vocab_size, 2, spec.num_layers
-    hidden = 7 * b * h * a / link  # one all-gather (or reduce-scatter) of every rank's b hidden states
-    want = (2 * layers + 1) * hidden + 7 * b * v * a / link
-    assert timed.decode.seconds - plain.decode.seconds == pytest.approx(want, rel=1e-9)  # type: ignore[attr-defined]
-    assert timed.details["expert_exchange_seconds_per_decode_step"] == pytest.approx(want, rel=1e-9)  # type: ignore[attr-defined]
 
 
 def test_sglang_attention_tp_all_reduces_one_a_layer() -> None:
     # under attention DP the FFN's sum is in the reduce-scatter over all N devices: only attention's output is summed
-    # over the rank's attention-TP group (its reduce-scatter + all-gather, dp_attention.py :735-757, :1166-1174)
+    # over the rank's attention-TP group (its reduce-scatter + all-gather, dp_attention.py :735-757, :1145-1161)
     from llmsizer.models import load_model
     layers = load_model("deepseek-v3").num_layers
     vl, sg = _speed("vllm", 2, 4, 450e9), _speed("sglang", 2, 4, 450e9)

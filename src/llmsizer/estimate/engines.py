@@ -697,7 +697,8 @@ class AllReducePath:
 
 
 def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh: bool | None,
-                 peer_to_peer: bool = True, library: str = "NCCL", machines: int = 1) -> AllReducePath | None:
+                 peer_to_peer: bool = True, library: str = "NCCL", machines: int = 1,
+                 all_reduce: bool = True) -> AllReducePath | None:
     """The kernel ``engine`` runs for one all-reduce of ``message_bytes`` over ``tp`` GPUs and its latency; None for a
     single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined directly by NVLink or an
     xGMI mesh (vLLM's is_full_nvlink / is_fully_connected; None: not known, taken as not); ``peer_to_peer``: the
@@ -708,19 +709,25 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
     RCCL in a ROCm build), where the NCCL latency is that stand-in. ``machines``: the machines the ``tp`` GPUs span;
     past 1 the custom kernel is off (vLLM 0.19.1 distributed/device_communicators/custom_all_reduce.py L90-94: "Custom
     allreduce is disabled because this process group spans across nodes", ``in_the_same_node_as``) and NCCL runs, at
-    its in-machine latency here (the network's share is formulas/network.py eq. (13'), speed_layout's)."""
+    its in-machine latency here (the network's share is formulas/network.py eq. (13'), speed_layout's).
+    ``all_reduce`` False: an all-gather or reduce-scatter the engine runs through NCCL (vLLM's pynccl all_gatherv /
+    reduce_scatterv of its expert-parallel exchange, vllm 0.19.1 distributed/device_communicators/cuda_communicator.py
+    :352-398, :264-292; SGLang's logits all-gather): no custom kernel, NCCL's path at its all-reduce latency, a
+    stand-in (no published small all-gather / reduce-scatter timing; transformers' plan's all-gathers take the same,
+    formulas/tensor_parallel.py eq. TP2)."""
     if tp <= 1 or engine not in ALLREDUCE_ENGINES + NCCL_ONLY_ENGINES:
         return None
     mesh = bool(nvlink_mesh)
     where = ("a full NVLink / xGMI mesh" if mesh else "2 GPUs" if tp == 2 else
              f"{tp} GPUs without a full NVLink / xGMI mesh")
-    if (engine in ALLREDUCE_ENGINES and tp in CUSTOM_ALLREDUCE_WORLD_SIZES and peer_to_peer and (tp == 2 or mesh)
+    if (all_reduce and engine in ALLREDUCE_ENGINES and tp in CUSTOM_ALLREDUCE_WORLD_SIZES and peer_to_peer and (tp == 2 or mesh)
             and message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES and machines == 1):
         one = tp == 2 or (tp <= 4 and message_bytes < 512 * 1024) or (tp <= 8 and message_bytes < 256 * 1024)
         return AllReducePath(f"custom {'one' if one else 'two'}-stage", E.CUSTOM_ALLREDUCE_LATENCY,
                              f"{engine}'s custom all-reduce on {where}, {message_bytes / 1024:.0f} KB < 8 MiB "
                              "(custom_all_reduce.py should_custom_ar; custom_all_reduce.cuh REDUCE_CASE)")
-    reason = (f"the group spans {machines} machines, custom all-reduce off across nodes (L90-94)" if machines > 1 else
+    reason = ("an all-gather / reduce-scatter: NCCL, the custom kernel is an all-reduce's" if not all_reduce else
+              f"the group spans {machines} machines, custom all-reduce off across nodes (L90-94)" if machines > 1 else
               "world size not in 2, 4, 6, 8" if tp not in CUSTOM_ALLREDUCE_WORLD_SIZES else
               "no peer-to-peer access" if not peer_to_peer else
               "more than two GPUs without a full NVLink / xGMI mesh" if not (tp == 2 or mesh) else "message >= 8 MiB")

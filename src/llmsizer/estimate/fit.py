@@ -23,7 +23,7 @@ from ..errors import FieldError, InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.model_parallel_time import serving_pipeline_micro_batch
 from ..formulas.network import NCCL_TUNING_SOURCE, cross_machine_send_latency, device_share_of_node_bandwidth
-from ..formulas.serving_expert_parallel import moe_split
+from ..formulas.serving_expert_parallel import moe_split, uneven_experts_refusal
 from ..formulas.serving_queue import OverCapacityError, queue_wait_seconds
 from ..formulas.speed import OP_OFFLOAD_MIN_BATCH, PhaseTime, op_offload_source
 from ..formulas.tensor_parallel import (
@@ -359,11 +359,17 @@ def expert_options(spec: ModelSpec, layout: ServingLayout, count: int, per_node:
     SGLang (--tp-size D x T --attn-dp-size D --ep-size D x T, sized and timed by its own split and exchange, eqs.
     EP1s, EP4s), a model with routed experts, a layout that shards (not devices apart, not a llama.cpp split), D
     dividing the count and within one machine of ``per_node`` (eqs. EP4 / EP4s time the exchange over the machine's
-    link). Empty where none applies."""
+    link); on SGLang only a D for which some rank degree T (dividing count / D) splits the routed experts evenly
+    over D x T (``uneven_experts_refusal``, eq. EP2: SGLang refuses E % ep != 0 at load). Empty where none applies."""
     if layout.engine not in DATA_PARALLEL_ENGINES or not spec.is_moe or layout.apart or layout.split \
             or one_device_serving(spec):
         return []
-    return [d for d in range(2, min(count, per_node) + 1) if count % d == 0]
+    experts = spec.moe.num_experts if spec.moe else 1
+
+    def loads(d: int) -> bool:
+        return any(uneven_experts_refusal(experts, d * t, layout.engine) is None
+                   for t in range(1, count // d + 1) if (count // d) % t == 0)
+    return [d for d in range(2, min(count, per_node) + 1) if count % d == 0 and loads(d)]
 
 
 def with_pipeline_layouts(first: MemoryFit | None, per_node: int, stages: Sequence[int],

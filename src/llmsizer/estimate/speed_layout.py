@@ -564,21 +564,35 @@ def dp_attention_exchanged(s: SpeedSetup, comm: Collectives, dp: int, tp: int, p
                         "exchange (each layer's gather and reduce-scatter) is not counted")
         return prefill, decode, single, 0.0
 
-    def x(tokens: int) -> float:
+    mesh = comm.nvlink_mesh if comm.nvlink_mesh is not None else nvlink_mesh_for(s.device, None, group)
+
+    def alpha(message: float, all_reduce: bool) -> float:  # the collective's latency, as the all-reduces' (eq. 6)
+        if s.allreduce_latency is not None:
+            return s.allreduce_latency
+        path = ENG.tp_allreduce(s.engine, group, message, mesh, comm.p2p, comm.library, all_reduce=all_reduce)
+        return path.latency.expected if path is not None else 0.0
+
+    def x(tokens: int) -> float:  # SUM_LEN: each hidden-state gather / scatter an all-reduce of the gathered buffer
+        buffer = dp * tokens * spec.hidden_size * s.act_bytes
         return dp_attention_exchange_seconds(tokens, spec.hidden_size, spec.vocab_size, spec.num_layers, s.act_bytes,
-                                             dp, group, group, link, link)
+                                             dp, group, group, link, link, alpha(buffer, True),
+                                             alpha(dp * tokens * spec.vocab_size * s.act_bytes, False))
 
     def over(p: PhaseTime | None, tokens: int) -> PhaseTime | None:
         return None if p is None else replace(p, seconds=p.seconds + x(tokens), comm_seconds=p.comm_seconds + x(tokens))
 
     step = x(concurrency)
+    a_h = alpha(dp * concurrency * spec.hidden_size * s.act_bytes, True)
+    a_v = alpha(dp * concurrency * spec.vocab_size * s.act_bytes, False)
     assumptions.append(Assumption(
         "expert_exchange", f"{step * 1e3:.3f} ms a decode step", True,
         f"{spec.num_layers} layers x (the all-gather of the {dp} ranks' {concurrency} tokens' hidden states before the "
         f"FFN, the reduce-scatter of its outputs) and the lm_head's gather of its {spec.vocab_size} logits, over "
-        f"{group} devices at {link / 1e9:.0f} GB/s per device (SGLang's default --moe-a2a-backend none under "
-        "attention DP; formulas/serving_expert_parallel.py eq. EP4s with formulas/expert_parallel_time.py eq. E3), "
-        "not overlapped with compute"))
+        f"{group} devices at {link / 1e9:.0f} GB/s per device, {2 * spec.num_layers + 2} collectives each paying "
+        f"its latency as the tensor-parallel all-reduces do (estimate/engines.py tp_allreduce: "
+        f"{2 * spec.num_layers + 1} x {a_h * 1e6:.2f} us for the hidden states, {a_v * 1e6:.2f} us for the logits) "
+        "(SGLang's default --moe-a2a-backend none under attention DP; formulas/serving_expert_parallel.py eq. EP4s "
+        "with formulas/expert_parallel_time.py eq. E3), not overlapped with compute"))
     return over(prefill, s.prompt_tokens), over(decode, concurrency), over(single, 1), step
 
 
@@ -597,9 +611,18 @@ def expert_exchanged(s: SpeedSetup, comm: Collectives, dp: int, prefill: PhaseTi
         return prefill, decode, single, 0.0
     layers = sum(1 for m in spec.moe_layers if m)
     experts = spec.moe.num_experts
+    mesh = comm.nvlink_mesh if comm.nvlink_mesh is not None else nvlink_mesh_for(s.device, None, dp * comm.tp)
+
+    def alpha(tokens: int) -> float:  # one NCCL collective's latency (pynccl, no custom kernel), as eq. 6's alpha
+        if s.allreduce_latency is not None:
+            return s.allreduce_latency
+        path = ENG.tp_allreduce(s.engine, dp, dp * tokens * (spec.hidden_size + experts) * s.act_bytes, mesh,
+                                comm.p2p, comm.library, all_reduce=False)
+        return path.latency.expected if path is not None else 0.0
 
     def x(tokens: int) -> float:
-        return layers * exchange_seconds(tokens, spec.hidden_size, experts, s.act_bytes, dp, dp, link, link)
+        return layers * exchange_seconds(tokens, spec.hidden_size, experts, s.act_bytes, dp, dp, link, link,
+                                         alpha(tokens))
 
     def over(p: PhaseTime | None, tokens: int) -> PhaseTime | None:
         return None if p is None else replace(p, seconds=p.seconds + x(tokens), comm_seconds=p.comm_seconds + x(tokens))
@@ -608,7 +631,9 @@ def expert_exchanged(s: SpeedSetup, comm: Collectives, dp: int, prefill: PhaseTi
     assumptions.append(Assumption(
         "expert_exchange", f"{step * 1e3:.3f} ms a decode step", True,
         f"{layers} MoE layers x (the all-gather of each rank's {concurrency} tokens' hidden states and {experts} router "
-        f"logits, the reduce-scatter of the outputs) over {dp} data-parallel ranks at {link / 1e9:.0f} GB/s per device "
+        f"logits, the reduce-scatter of the outputs) over {dp} data-parallel ranks at {link / 1e9:.0f} GB/s per device, "
+        f"2 NCCL collectives a layer at {alpha(concurrency) * 1e6:.2f} us each as the tensor-parallel all-reduces pay "
+        "theirs (estimate/engines.py tp_allreduce) "
         "(vLLM's default all2all backend allgather_reducescatter; formulas/serving_expert_parallel.py eq. EP4 with "
         "formulas/expert_parallel_time.py eq. E3), not overlapped with compute"))
     return over(prefill, s.prompt_tokens), over(decode, concurrency), over(single, 1), step

@@ -21,8 +21,9 @@ expert's intermediate is split D x T ways (:1098-1111):
 Eq. EP2 (routed experts on the fullest device). vllm fused_moe/layer.py ``determine_expert_map`` :66-120: E // ep
 experts each, the first E % ep ranks one more (:107-109), so the fullest device holds ceil(E / ep) of the E routed
 experts; its expert bytes are the layer's routed-expert bytes x ceil(E / ep) / E. SGLang 0.5.23 (PyPI wheel, sha256
-00b3cd5b...) splits them the same way (srt/layers/moe/fused_moe_triton/layer.py: num_local_experts = E // ep_size,
-refusing E % ep_size != 0 there).
+00b3cd5b...) splits them evenly only (srt/layers/moe/fused_moe_triton/layer.py :414-416 ``assert
+self._num_global_routed % storage_ep_size == 0``, then E // ep_size each; srt/layers/moe/topk.py :571 the same
+assert): a layout with E % ep != 0 is refused there (``uneven_experts_refusal``), where vLLM places the remainder.
 
 Eq. EP3 (sequences per data-parallel rank). Each of the D ranks admits and caches its own requests (vLLM's DP
 coordinator balances requests over the engine ranks; SGLang's dp attention, srt/layers/dp_attention.py, gives each
@@ -39,7 +40,13 @@ dispatch and T h a in the combine; each is timed as formulas/expert_parallel_tim
 times a per-peer exchange (the peers inside the machine over its link, the others over the device's network share;
 a ring all-gather in one machine moves the same (D - 1) T h a per device over the link)::
 
-    t_x = t_E3((D - 1) T (h + E) a) + t_E3((D - 1) T h a)                                                   (EP4)
+    t_x = 2 alpha + t_E3((D - 1) T (h + E) a) + t_E3((D - 1) T h a)                                         (EP4)
+
+alpha: one collective's latency, the alpha of formulas/speed.py eq. (6) the tensor-parallel all-reduce pays (its
+home: estimate/engines.py ``tp_allreduce``, for the kernel the engine runs): the dispatch is one NCCL launch (vLLM's
+``all_gatherv`` of the hidden states and logits inside one ``group_start`` / ``group_end``, distributed/
+device_communicators/cuda_communicator.py :352-398) and the combine one (``reduce_scatterv``, :264-292), both NCCL
+(pynccl: no custom kernel), so alpha is NCCL's.
 
 A decode step of b sequences per rank exchanges T = b tokens at each of its L_e MoE layers: L_e t_x(b); the
 attention-DP ranks run in lockstep (vLLM pads an idle rank's step with a dummy batch), so the step is the slowest
@@ -52,9 +59,10 @@ the TP group ... while the FFN stays tensor parallel"; layers/dp_attention.py :4
 at its defaults (``--moe-dense-tp-size`` None, ``--moe-a2a-backend none``, fields/exec_.py :836-869;
 ``--enable-dp-lm-head`` off, fields/parallel.py :199-205):
 
-- attention over the attention-TP group of T (models/deepseek_v2.py :2084-2161, qwen2_moe.py :940-949
-  ``parallel_group="attn_tp"``), and the input embedding too (layers/vocab_parallel_embedding.py :166-185
-  ``get_embedding_tp_kwargs``: ``use_attn_tp_group`` under DP attention; qwen2_moe.py :1115-1121);
+- attention over the attention-TP group of T (models/deepseek_v2.py :2084-2161; Qwen3-MoE: qwen3_moe.py :478-541
+  ``Qwen3MoeAttention``, ``parallel_group="attn_tp"`` :532, :541), and the input embedding too (layers/
+  vocab_parallel_embedding.py :166-185 ``get_embedding_tp_kwargs``: ``use_attn_tp_group`` under DP attention;
+  ``Qwen3MoeModel(Qwen2MoeModel)`` qwen3_moe.py :970 -> qwen2_moe.py :1115-1121);
 - the dense MLPs over all N (deepseek_v2.py :2665-2673: ``parallel_group="tp"`` unless moe_dense_tp_size == 1,
   layers/layer_boundary/layout.py :83-84; qwen2_moe.py :180 the same default), the shared experts over all N
   (deepseek_v2.py :871-896: "tp" unless an all-to-all backend replicates them), the lm_head over all N
@@ -72,12 +80,21 @@ the D ranks' gathered tokens: the hidden states are gathered over the N devices 
 :987-1044 ``_dp_gather``: ``all_gather_into_tensor`` over the TP group, :716-757, after an attention-TP
 reduce-scatter that completes attention's sum when T > 1; or an all-reduce of a zero-padded buffer in SUM_LEN mode),
 the router runs on each device after the gather (no logits are exchanged), and the outputs are reduce-scattered back
-over the N devices (:1120-1174 ``dp_reduce_scatter_tensor``, then an attention-TP all-gather when T > 1). Per device
+over the N devices (:1120-1161 ``dp_reduce_scatter_tensor``, then an attention-TP all-gather when T > 1, :1159-1161). Per device
 and direction a ring all-gather (reduce-scatter) of the D ranks' T_r tokens each moves (N - 1) / N x D T_r h a; so
 each layer, and the lm_head once a step (layers/logits_processor.py :1216-1241 gathers the hidden states over the
 ranks, :1024-1037 all-gathers the vocabulary-parallel logits over the N devices, then scatters them back)::
 
-    t_xs = (2 L + 1) t_E3((N - 1)/N D T_r h a) + t_E3((N - 1)/N D T_r V a)                                 (EP4s)
+    t_xs = (2 L + 1) (alpha_h + t_E3((N - 1)/N D T_r h a)) + alpha_V + t_E3((N - 1)/N D T_r V a)           (EP4s)
+
+Each of those 2 L + 2 collectives pays one latency, eq. (6)'s alpha as the tensor-parallel all-reduce does (estimate/
+engines.py ``tp_allreduce``, the kernel picked for the message): with no idle rank and the gathered buffer (D T_r h a)
+within the custom all-reduce's size, SGLang gathers and scatters by an all-reduce of a zero-padded buffer (SUM_LEN mode,
+layers/dp_attention.py :194-195, :222-243 ``_decode_sum_len_fits_custom_all_reduce``; :1040-1043
+``_dp_gather_via_all_reduce``), the custom kernel's alpha_h (CustomAllReduceV2, CUDA's default on a full NVLink
+mesh: distributed/device_communicators/custom_all_reduce.py :373-395); else NCCL's all-gather / reduce-scatter, NCCL's. The
+logits' all-gather (``_logits_gatherer``) is NCCL's (alpha_V). The bytes stay the ring's (a SUM_LEN all-reduce of the
+padded buffer moves about twice them: not modelled).
 
 The attention-TP pieces (T > 1) together move one all-reduce's bytes over T: one all-reduce per layer over the
 attention-TP group (attention's), not vLLM's two (the FFN's sum is in the reduce-scatter over N). The dense FLOPs a
@@ -114,6 +131,30 @@ def local_experts(num_experts: int, ep: int) -> int:
     if ep < 1:
         raise ValueError(f"ep must be >= 1, got {ep}")
     return math.ceil(num_experts / ep)
+
+
+# the engines that load only an even split of the routed experts over the expert-parallel devices (eq. EP2)
+EVEN_EXPERT_ENGINES: tuple[str, ...] = ("sglang",)
+
+
+def uneven_experts_refusal(num_experts: int, ep: int, engine: str) -> str | None:
+    """Eq. EP2's refusal: SGLang 0.5.23 loads E routed experts over ``ep`` expert-parallel devices only where ``ep``
+    divides E (srt/layers/moe/fused_moe_triton/layer.py :414 ``assert self._num_global_routed % storage_ep_size ==
+    0``; srt/layers/moe/topk.py :571 the same for the router's expert map); vLLM places the remainder
+    (``determine_expert_map``, ceil(E / ep) on the fullest device). The reason, or None where it loads.
+
+    >>> uneven_experts_refusal(128, 6, "sglang")[:40]
+    'SGLang splits the routed experts evenly:'
+    >>> uneven_experts_refusal(128, 8, "sglang"), uneven_experts_refusal(128, 6, "vllm")
+    (None, None)
+    """
+    if engine not in EVEN_EXPERT_ENGINES or ep <= 1 or num_experts % ep == 0:
+        return None
+    return (f"SGLang splits the routed experts evenly: {num_experts} experts over {ep} expert-parallel devices (data "
+            f"ranks x tensor-parallel devices) is uneven, and SGLang 0.5.23 refuses it at load (fused_moe_triton/"
+            f"layer.py:414, E % ep_size == 0; formulas/serving_expert_parallel.py eq. EP2); give data_parallel x "
+            f"tensor_parallel dividing {num_experts}, or leave expert_parallel out (each expert then "
+            "tensor-parallel over them)")
 
 
 def expert_share(num_experts: int, ep: int, expert_tp: int) -> float:
@@ -155,20 +196,25 @@ def expert_split_weights(wb: WeightBytes, full_expert_bytes: int, num_experts: i
 
 
 def exchange_seconds(tokens: int, hidden: int, experts: int, act_bytes: float, dp: int, in_machine: int,
-                     intra_bandwidth: float, device_network_bandwidth: float) -> float:
+                     intra_bandwidth: float, device_network_bandwidth: float, latency_seconds: float = 0.0) -> float:
     """Eq. EP4: one MoE layer's dispatch (all-gather of ``tokens`` hidden states and ``experts`` router logits per
     token, ``act_bytes`` each) and combine (reduce-scatter of the hidden states) over ``dp`` data-parallel ranks,
-    ``in_machine`` of them in one machine [s]; each timed by formulas/expert_parallel_time.py eq. (E3).
+    ``in_machine`` of them in one machine [s]; each timed by formulas/expert_parallel_time.py eq. (E3) plus
+    ``latency_seconds``, one collective's alpha (formulas/speed.py eq. 6).
 
     >>> exchange_seconds(8, 1000, 0, 2, 8, 8, 1e9, 1e8)   # 7 peers x 16 kB each way over 1 GB/s
     0.000224
-    >>> exchange_seconds(8, 1000, 0, 2, 1, 1, 1e9, 1e8)
+    >>> exchange_seconds(8, 1000, 0, 2, 8, 8, 1e9, 1e8, 20e-6)   # + 2 collectives x 20 us
+    0.000264
+    >>> exchange_seconds(8, 1000, 0, 2, 1, 1, 1e9, 1e8, 20e-6)
     0.0
     """
-    if tokens < 0 or hidden < 1 or experts < 0 or act_bytes <= 0 or dp < 1:
-        raise ValueError("tokens and experts must not be negative; hidden size, bytes and dp positive")
+    if tokens < 0 or hidden < 1 or experts < 0 or act_bytes <= 0 or dp < 1 or latency_seconds < 0:
+        raise ValueError("tokens, experts and the latency must not be negative; hidden size, bytes and dp positive")
+    if dp == 1:
+        return 0.0
     sent = (dp - 1) * float(tokens) * act_bytes
-    return (all_to_all_seconds(sent * (hidden + experts), dp, in_machine, intra_bandwidth, device_network_bandwidth)
+    return (2 * latency_seconds + all_to_all_seconds(sent * (hidden + experts), dp, in_machine, intra_bandwidth, device_network_bandwidth)
             + all_to_all_seconds(sent * hidden, dp, in_machine, intra_bandwidth, device_network_bandwidth))
 
 
@@ -209,23 +255,32 @@ def full_group_weights(wb: WeightBytes, wb_group: WeightBytes, dp: int, tp: int)
 
 def dp_attention_exchange_seconds(tokens: int, hidden: int, vocab: int, layers: int, act_bytes: float, dp: int,
                                   group: int, in_machine: int, intra_bandwidth: float,
-                                  device_network_bandwidth: float) -> float:
+                                  device_network_bandwidth: float, latency_seconds: float = 0.0,
+                                  logits_latency_seconds: float = 0.0) -> float:
     """Eq. EP4s: SGLang's token exchange of a forward under attention DP over ``dp`` ranks of ``tokens`` tokens each,
     the TP group ``group`` = dp x tp devices (``in_machine`` of them in one machine): each of ``layers`` decoder layers
     all-gathers the ranks' hidden states (``hidden`` values of ``act_bytes`` a token) before its FFN and
     reduce-scatters the outputs after it, and the lm_head gathers the hidden states and all-gathers its ``vocab``
     logits once [s]; each moves (group - 1) / group of the gathered tokens' bytes per device, timed by
-    formulas/expert_parallel_time.py eq. (E3).
+    formulas/expert_parallel_time.py eq. (E3), plus one collective's latency each: ``latency_seconds`` for the
+    2 x layers + 1 of the hidden states, ``logits_latency_seconds`` for the logits' all-gather (formulas/speed.py
+    eq. 6's alpha).
 
     >>> dp_attention_exchange_seconds(8, 1000, 0, 1, 2, 8, 8, 8, 1e9, 1e8)   # 3 x 7 peers x 16 kB over 1 GB/s
     0.000336
-    >>> dp_attention_exchange_seconds(8, 1000, 1000, 1, 2, 1, 1, 1, 1e9, 1e8)
+    >>> round(dp_attention_exchange_seconds(8, 1000, 0, 1, 2, 8, 8, 8, 1e9, 1e8, 9e-6, 20e-6), 9)  # + 3 x 9 + 20 us
+    0.000383
+    >>> dp_attention_exchange_seconds(8, 1000, 1000, 1, 2, 1, 1, 1, 1e9, 1e8, 9e-6, 20e-6)
     0.0
     """
-    if tokens < 0 or hidden < 1 or vocab < 0 or layers < 0 or act_bytes <= 0 or dp < 1 or group < dp:
-        raise ValueError("tokens, vocab and layers must not be negative; hidden size, bytes and dp positive; the group "
-                         "at least dp")
+    if tokens < 0 or hidden < 1 or vocab < 0 or layers < 0 or act_bytes <= 0 or dp < 1 or group < dp \
+            or latency_seconds < 0 or logits_latency_seconds < 0:
+        raise ValueError("tokens, vocab, layers and the latencies must not be negative; hidden size, bytes and dp "
+                         "positive; the group at least dp")
+    if group == 1:
+        return 0.0
     gathered = (group - 1) / group * dp * float(tokens) * act_bytes
-    return ((2 * layers + 1) * all_to_all_seconds(gathered * hidden, group, in_machine, intra_bandwidth,
-                                                  device_network_bandwidth)
+    return ((2 * layers + 1) * (latency_seconds + all_to_all_seconds(gathered * hidden, group, in_machine,
+                                                                     intra_bandwidth, device_network_bandwidth))
+            + logits_latency_seconds
             + all_to_all_seconds(gathered * vocab, group, in_machine, intra_bandwidth, device_network_bandwidth))

@@ -478,14 +478,18 @@ INFERENCE = (
       "tensor_parallel x pipeline_parallel devices (vLLM and SGLang on GPUs, the devices in resources; without "
       "tensor_parallel, fit's choice of it among the degrees whose replicas fill the devices; default 1: no "
       "pipeline)", 2, bounds=COUNT, template=False, kinds=("inference",)),
-    F("data_parallel", "int", "data-parallel engine ranks of each replica, as `fit --dp` (vLLM --data-parallel-size): "
-      "each rank tensor_parallel devices serving its share of the sequences, a replica tensor_parallel x "
-      "data_parallel devices (vLLM and SGLang on GPUs, the devices in resources; default: fit's choice, 1 unless "
-      "an MoE model's tensor parallelism is refused or does not fit and an expert-parallel layout is faster)", 8,
-      bounds=COUNT, template=False, kinds=("inference",)),
+    F("data_parallel", "int", "data-parallel engine ranks of each replica, as `fit --dp` (vLLM --data-parallel-size; "
+      "SGLang --attn-dp-size, its TP group all tensor_parallel x data_parallel devices): each rank tensor_parallel "
+      "devices serving its share of the sequences, a replica tensor_parallel x data_parallel devices (vLLM and "
+      "SGLang on GPUs, the devices in resources; default: fit's choice, 1 unless an MoE model's tensor parallelism "
+      "does not fit within one machine or has a degree refused by its quantization blocks (eq. TP5), where the "
+      "expert-parallel layouts within a machine join the ranking and the one with the most output tokens/s of all "
+      "replicas together is taken, even where a smaller tensor-parallel degree fits; on SGLang only layouts that "
+      "split the routed experts evenly)", 8, bounds=COUNT, template=False, kinds=("inference",)),
     F("expert_parallel", "bool", "the routed experts split over every rank of a replica (tensor_parallel x "
-      "data_parallel devices), as `fit --enable-expert-parallel` (vLLM --enable-expert-parallel; an MoE model; "
-      "default: fit's choice, as data_parallel)", True, template=False, kinds=("inference",)),
+      "data_parallel devices), as `fit --enable-expert-parallel` (vLLM --enable-expert-parallel, SGLang --ep-size; "
+      "an MoE model; SGLang refuses a split that leaves the experts uneven; default: fit's choice, as "
+      "data_parallel)", True, template=False, kinds=("inference",)),
     F("engine_version", "str", "the engine's release (vllm, sglang), e.g. '0.10.1': its host work per decode step, "
       "which the speed follows (default: the current release)", "0.10.1", template=False, kinds=("inference",)),
     F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,

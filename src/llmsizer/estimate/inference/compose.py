@@ -22,6 +22,7 @@ from ...formulas.serving_expert_parallel import (
     full_group_weights,
     moe_split,
     sequences_per_rank,
+    uneven_experts_refusal,
 )
 from ...formulas.tensor_parallel import (
     QUANT_SHARD_FORMATS,
@@ -511,9 +512,11 @@ def _data_parallel_rank(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> Infe
         f"each of {w.data_parallel} data-parallel ranks runs and caches its own ceil({w.concurrency} / "
         f"{w.data_parallel}) sequences (formulas/serving_expert_parallel.py eq. EP3); memory and speed are one "
         "rank's"))
+    exchange = ("every decoder layer's gather and reduce-scatter of the ranks' hidden states (SGLang's attention DP) "
+                "is timed by formulas/serving_expert_parallel.py eq. EP4s" if w.engine == "sglang" else
+                "an MoE layer's token exchange over the ranks is timed by formulas/serving_expert_parallel.py eq. EP4")
     acc.warnings.append(f"memory and speed are one data-parallel rank's at {per} sequences (fit's total counts every "
-                        "rank; an MoE layer's token exchange over the ranks is timed by formulas/"
-                        "serving_expert_parallel.py eq. EP4); the ranks' load imbalance is not modelled")
+                        f"rank; {exchange}); the ranks' load imbalance is not modelled")
     return dataclasses.replace(w, concurrency=per)
 
 
@@ -565,6 +568,9 @@ def _compose(spec: ModelSpec, w: InferenceWorkload, key: tuple[Any, ...] | None,
     if fused:  # transformers leaves the fused experts and router in the compute dtype (formats.serving_fused_experts)
         acc.assumptions.append(Assumption("fused_experts", dtype, True, FUSED_EXPERTS_WHY))
     expert_tp, ep = moe_split(w.tensor_parallel, w.data_parallel, w.expert_parallel)  # eq. EP1
+    uneven = uneven_experts_refusal(spec.moe.num_experts if spec.moe else 1, ep, str(w.engine))  # SGLang loads E % ep == 0 only (eq. EP2)
+    if uneven is not None:
+        raise FieldError("data_parallel", uneven, also=("expert_parallel", "tensor_parallel"))
     if w.tensor_parallel == 1 and expert_tp > 1:  # experts split by DP x TP alone (eqs. TP6, TP5)
         block_refusal = width_refusal(spec, 1, str(w.engine), expert_tp) or (
             quant_block_refusal(spec, 1, str(w.engine), fmt, group, expert_tp) if fmt in QUANT_SHARD_FORMATS else None)
