@@ -42,10 +42,11 @@ def test_the_rate_that_puts_as_many_in_flight_takes_the_same_layout(closed) -> N
     assert abs(in_flight - 64) / 64 < 0.1  # the equivalence: about the concurrency's count in flight
 
 
-def test_the_rate_answer_is_fit_pinned_to_its_layout() -> None:
-    r = _at(request_rate=1.0)
+def test_the_rate_answer_is_fit_pinned_to_its_layout(closed) -> None:
+    rate = closed.tokens_per_second_total / OUT  # a load where the expert-parallel layout is the fastest
+    r = _at(request_rate=rate)
     assert r.data_parallel > 1 and r.expert_parallel
-    pinned = _at(request_rate=1.0, tensor_parallel=r.tensor_parallel, data_parallel=r.data_parallel,
+    pinned = _at(request_rate=rate, tensor_parallel=r.tensor_parallel, data_parallel=r.data_parallel,
                  expert_parallel=True)
     assert (r.memory_per_device, r.tokens_per_second_total, r.details["concurrency"]) == (
         pinned.memory_per_device, pinned.tokens_per_second_total, pinned.details["concurrency"])

@@ -38,7 +38,7 @@ def test_dp8_ep_set_on_the_form_is_infers_total(page: Page) -> None:
     page.get_by_label("Engine").select_option("vllm")
     tp = page.get_by_label("--tp --tensor-parallel transformers, vLLM, SGLang", exact=True)
     dp = page.get_by_label("--dp --data-parallel vLLM, SGLang", exact=True)
-    ep = page.get_by_label("--enable-expert-parallel vLLM, SGLang", exact=True)
+    ep = page.get_by_label("--enable-expert-parallel --expert-parallel vLLM, SGLang", exact=True)
     assert dp.get_attribute("id") == "data_parallel" and dp.is_visible() and dp.is_enabled()
     assert ep.get_attribute("id") == "expert_parallel" and ep.is_visible() and ep.is_enabled()
     tp.fill("1")
